@@ -1,0 +1,50 @@
+/* diag.h: user-facing diagnostics.
+ *
+ * Every error a user can cause is reported as
+ *     file:line:col: error: message
+ *         source line
+ *             ^
+ * followed by optional `note:` lines, then compilation stops with exit status 1.
+ * Compiler bugs are not diagnostics: they go through tl_fatal().
+ * A Diag belongs to one compilation (no global state); the source text it points
+ * at must outlive it.
+ */
+#ifndef TILEC_DIAG_H
+#define TILEC_DIAG_H
+
+#include <stdio.h>
+
+#include "base.h"
+
+typedef struct SrcLoc {
+    uint32_t line, col; /* 1-based; line 0 means "no location" */
+} SrcLoc;
+
+typedef enum { DIAG_COLOR_AUTO, DIAG_COLOR_ALWAYS, DIAG_COLOR_NEVER } DiagColor;
+
+typedef struct Diag {
+    const char *file;   /* name printed before each location */
+    const char *src;    /* whole source text (NUL-terminated), for the caret line; may be NULL */
+    size_t src_len;
+    FILE *out;          /* where messages go; NULL: keep them only in `buf` */
+    StrBuf buf;         /* every message also lands here when capture is set */
+    bool capture;
+    bool color;
+    int nerrors, nwarnings;
+    int max_errors;     /* after this many errors, further ones are dropped (0: 20) */
+} Diag;
+
+void diag_init(Diag *d, const char *file, const char *src, size_t src_len, FILE *out, DiagColor color);
+void diag_free(Diag *d);
+void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...) TL_PRINTF(3, 4);
+void diag_warning(Diag *d, SrcLoc loc, const char *fmt, ...) TL_PRINTF(3, 4);
+/* A note attaches to the previous error or warning (dropped if that one was). */
+void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...) TL_PRINTF(3, 4);
+/* An error with no source position: "tilec: error: ..." */
+void diag_error_noloc(Diag *d, const char *fmt, ...) TL_PRINTF(2, 3);
+
+/* The closest candidate to `name` among `cands` (edit distance <= 2, or a third
+ * of the length), or NULL.  For "did you mean 'arange'?" notes. */
+const char *diag_closest(const char *name, const char *const *cands, size_t n);
+
+#endif

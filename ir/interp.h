@@ -1,0 +1,48 @@
+/* interp.h: the reference interpreter.  It executes a kernel's tile IR on host
+ * memory over the whole grid, one program at a time, with the language's
+ * semantics exactly (see lang/REFERENCE.md).  What the GPU would silently get
+ * wrong (an unmasked access outside a buffer, a misaligned pointer, an integer
+ * division by zero, a failed assert) is reported as an error at the op's
+ * source location, and the run stops.
+ */
+#ifndef TILEC_INTERP_H
+#define TILEC_INTERP_H
+
+#include <stdio.h>
+
+#include "ir.h"
+
+/* A host buffer a kernel may address.  Pointers handed to the kernel point
+ * into one of these; any access outside [data, data+bytes) is an error. */
+typedef struct InterpBuf {
+    void *data;
+    size_t bytes;
+    const char *name;   /* for messages: the argument name */
+} InterpBuf;
+
+typedef enum { IARG_SCALAR, IARG_PTR, IARG_VIEW } InterpArgKind;
+
+/* One kernel argument, in parameter order. */
+typedef struct InterpArg {
+    InterpArgKind kind;
+    int64_t i;          /* IARG_SCALAR of an integer type */
+    double f;           /* IARG_SCALAR of a float type (rounded to the type on entry) */
+    uint32_t buf;       /* IARG_PTR / IARG_VIEW: index into the buffer array */
+    int64_t offset;     /* in elements from the buffer's start */
+    int64_t shape[IR_MAXRANK], stride[IR_MAXRANK];   /* IARG_VIEW, strides in elements */
+} InterpArg;
+
+typedef struct InterpOptions {
+    FILE *print_out;    /* where `print` writes (NULL: stdout) */
+    uint64_t max_steps; /* 0: no limit; otherwise an error after this many executed ops */
+} InterpOptions;
+
+/* Evaluates f->grid on the arguments.  Returns false (with an error in d) when
+ * the kernel has no grid clause or an entry is not in 1..2^31-1. */
+bool interp_grid(IrFunc *f, const InterpArg *args, uint32_t grid[3], Diag *d);
+
+/* Runs every program of the grid.  Returns false after reporting the first error. */
+bool interp_run(IrFunc *f, InterpBuf *bufs, uint32_t nbufs, const InterpArg *args,
+                const uint32_t grid[3], const InterpOptions *opt, Diag *d);
+
+#endif
