@@ -49,7 +49,7 @@ typedef enum AstKind {
     AST_MEMBER,     /* a.name (A.ptr, A.shape, A.stride) */
     AST_CAST,       /* a as type */
     AST_LIST,       /* [ list ] (shapes and offsets) */
-    AST_TERNARY,    /* reserved: not in the language */
+    AST_TUPLE,      /* ( list ) with two or more items: `return (a, b);` in fn */
     /* statements */
     AST_LET,        /* let name[: type] = a;   or  let (names...) = a; (names, nnames) */
     AST_VAR,        /* var name[: type] = a; */
