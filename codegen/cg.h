@@ -1,0 +1,35 @@
+/* cg.h: the GPU backend.
+ *
+ *   layout-annotated tile IR --lower.c--> LLVM module --target.c--> PTX --jitlink.c--> cubin
+ *
+ * LLVM-C objects are created and disposed inside one call of cg_compile_*;
+ * nothing LLVM escapes this layer.  nvJitLink is opened with dlopen, so tilec
+ * runs (and reports a clear error) where the CUDA toolkit is missing.
+ */
+#ifndef TILEC_CG_H
+#define TILEC_CG_H
+
+#include "../common/base.h"
+#include "../common/diag.h"
+
+typedef struct CgTarget {
+    const char *arch;   /* "sm_80", "sm_89", "sm_90", "sm_90a" */
+    int opt_level;      /* 0..3 */
+    bool lineinfo;      /* .loc and -lineinfo: on by default */
+    bool verbose;       /* -v: registers, shared memory, spills per kernel */
+} CgTarget;
+
+/* Is `arch` one tilec targets?  Also gives the PTX ISA version it needs. */
+bool cg_arch_valid(const char *arch);
+
+/* target.c: runs LLVM's optimisation pipeline at opt_level on the module (an
+ * LLVMModuleRef passed as void* to keep LLVM out of this header) and writes
+ * its PTX to `ptx`.  The module is consumed. */
+bool cg_emit_ptx(void *llvm_module, const CgTarget *t, StrBuf *ptx, Diag *d);
+
+/* jitlink.c: PTX -> cubin in process through nvJitLink.  *cubin is malloc'd.
+ * `info` receives nvJitLink's info log (ptxas's per-kernel resource usage). */
+bool cg_ptx_to_cubin(const char *ptx, size_t ptx_len, const CgTarget *t, void **cubin, size_t *cubin_len,
+                     StrBuf *info, Diag *d);
+
+#endif
