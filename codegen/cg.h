@@ -32,4 +32,23 @@ bool cg_emit_ptx(void *llvm_module, const CgTarget *t, StrBuf *ptx, Diag *d);
 bool cg_ptx_to_cubin(const char *ptx, size_t ptx_len, const CgTarget *t, void **cubin, size_t *cubin_len,
                      StrBuf *info, Diag *d);
 
+typedef enum CgEmit { CG_EMIT_LLVM, CG_EMIT_PTX, CG_EMIT_CUBIN } CgEmit;
+
+/* What code generation decided for one kernel (also meta_emit.h's input). */
+struct CgKernelFacts;
+
+typedef struct CgResult {
+    StrBuf llvm;                    /* CG_EMIT_LLVM: the module's text */
+    StrBuf ptx;                     /* CG_EMIT_PTX and later: PTX with the metadata array */
+    void *cubin;                    /* CG_EMIT_CUBIN */
+    size_t cubin_len;
+    StrBuf info;                    /* nvJitLink's info log: registers, spills, shared memory */
+    struct CgKernelFacts *facts;    /* one per kernel, in module order */
+} CgResult;
+
+struct IrModule;
+/* Compiles every kernel of m (the layout pass must have run) up to `upto`. */
+bool cg_compile_module(struct IrModule *m, const CgTarget *t, CgEmit upto, CgResult *out, Diag *d);
+void cg_result_free(CgResult *r);
+
 #endif

@@ -23,6 +23,12 @@ double fp_round(DType dt, double x);
 /* Reads/writes one element of dtype dt at p (little endian) as bits <-> double or int64. */
 double fp_load(DType dt, const void *p);
 void fp_store(DType dt, void *p, double x);
+/* Float -> integer type dt: truncates toward zero, saturating at dt's range;
+ * NaN gives 0; to i1: x != 0.  (The result is canonical as int_wrap makes it.) */
+int64_t fp_to_int(DType dt, double x);
+/* Integer v (unsigned when is_unsigned: v's bits are a uint64) -> float type dt,
+ * rounded once to nearest even. */
+double fp_from_int(DType dt, int64_t v, bool is_unsigned);
 /* Wraps an integer to dt's width (sign- or zero-extended back to 64 bits; i1 -> 0/1). */
 int64_t int_wrap(DType dt, int64_t v);
 

@@ -137,6 +137,8 @@ static void func_free(IrFunc *f)
     free(f->opnds);
     free(f->params);
     free(f->specs);
+    free(f->val_layout);
+    free(f->layouts);
     free(f);
 }
 
@@ -244,6 +246,7 @@ void ir_builder_at_end(IrBuilder *b, IrFunc *f, IrBlk blk)
     b->f = f;
     b->blk = blk;
     b->pos = UINT32_MAX;
+    b->loc = (SrcLoc){0, 0};
 }
 
 uint32_t ir_build(IrBuilder *b, IrOpcode opc, const IrVal *opnds, uint32_t nopnd, const IrType *rtys,

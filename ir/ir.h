@@ -157,6 +157,13 @@ typedef struct IrFunc {
     IrValue *vals;  uint32_t nvals, valcap;    /* vals[0] unused */
     IrBlock *blocks; uint32_t nblocks, blkcap; /* blocks[0] unused */
     IrVal *opnds;   uint32_t nopnds, opndcap;
+
+    /* Set by the layout pass (passes/layout.c); NULL before it runs.
+     * val_layout[v] indexes layouts[] for tile values of rank >= 1 and is 0
+     * for scalars and views; layouts[0] is unused. */
+    uint32_t *val_layout;
+    struct Layout *layouts;
+    uint32_t nlayouts, layoutcap;
 } IrFunc;
 
 struct IrModule {

@@ -195,6 +195,49 @@ Layout layout_mma_acc(IrType t, int wm, int wn)
     return L;
 }
 
+Layout layout_mma_a(IrType t, int wm, int wn)
+{
+    TL_ASSERT(t.rank == 2 && t.dims[0] % (16 * wm) == 0 && t.dims[1] % 16 == 0, "layout");
+    Layout L;
+    init_shape(&L, t);
+    int cb = L.dimbits[1];      /* row bit j: flat bit cb + j; col (k) bit j: flat bit j */
+    uint32_t *reg = L.basis[LL_REG], *lane = L.basis[LL_LANE], *warp = L.basis[LL_WARP];
+    /* a0..a7 of lane 4g+q: rows g, g+8; cols 2q, 2q+1, 2q+8, 2q+9 */
+    reg[L.nbits[LL_REG]++] = 1u << 0;
+    reg[L.nbits[LL_REG]++] = 1u << (cb + 3);
+    reg[L.nbits[LL_REG]++] = 1u << 3;
+    lane[L.nbits[LL_LANE]++] = 1u << 1;
+    lane[L.nbits[LL_LANE]++] = 1u << 2;
+    for (int j = 0; j < 3; j++) lane[L.nbits[LL_LANE]++] = 1u << (cb + j);
+    int pos_r = 4;
+    for (int i = 0; i < ilog2(wn); i++) warp[L.nbits[LL_WARP]++] = 0;
+    for (int i = 0; i < ilog2(wm); i++) warp[L.nbits[LL_WARP]++] = 1u << (cb + pos_r++);
+    for (int j = 4; j < cb; j++) reg[L.nbits[LL_REG]++] = 1u << j;               /* k tiles */
+    for (; pos_r < L.dimbits[0]; pos_r++) reg[L.nbits[LL_REG]++] = 1u << (cb + pos_r); /* m tiles */
+    return L;
+}
+
+Layout layout_mma_b(IrType t, int wm, int wn)
+{
+    TL_ASSERT(t.rank == 2 && t.dims[0] % 16 == 0 && t.dims[1] % (8 * wn) == 0, "layout");
+    Layout L;
+    init_shape(&L, t);
+    int cb = L.dimbits[1];      /* row (k) bit j: flat bit cb + j; col bit j: flat bit j */
+    uint32_t *reg = L.basis[LL_REG], *lane = L.basis[LL_LANE], *warp = L.basis[LL_WARP];
+    /* b0..b3 of lane 4g+q: rows 2q, 2q+1, 2q+8, 2q+9; col g */
+    reg[L.nbits[LL_REG]++] = 1u << (cb + 0);
+    reg[L.nbits[LL_REG]++] = 1u << (cb + 3);
+    lane[L.nbits[LL_LANE]++] = 1u << (cb + 1);
+    lane[L.nbits[LL_LANE]++] = 1u << (cb + 2);
+    for (int j = 0; j < 3; j++) lane[L.nbits[LL_LANE]++] = 1u << j;
+    int pos_c = 3;
+    for (int i = 0; i < ilog2(wn); i++) warp[L.nbits[LL_WARP]++] = 1u << pos_c++;
+    for (int i = 0; i < ilog2(wm); i++) warp[L.nbits[LL_WARP]++] = 0;
+    for (int j = 4; j < L.dimbits[0]; j++) reg[L.nbits[LL_REG]++] = 1u << (cb + j); /* k tiles */
+    for (; pos_c < cb; pos_c++) reg[L.nbits[LL_REG]++] = 1u << pos_c;             /* n tiles */
+    return L;
+}
+
 static void print_basis(StrBuf *b, const Layout *L, uint32_t v)
 {
     sb_putc(b, '[');

@@ -63,6 +63,14 @@ uint32_t layout_axis_mask(const Layout *L, LayoutIn in, int axis);
  * (M a multiple of 16, N of 8) over warps laid out wm x wn. */
 Layout layout_mma_acc(IrType t, int wm, int wn);
 
+/* The mma.sync m16n8k16 operand layouts matching layout_mma_acc(.., wm, wn):
+ * A [M, K] (row-major fragments a0..a7, replicated over the wn warps of a
+ * warp row) and B [K, N] (b0..b3, replicated over the wm warps of a column).
+ * Register index of A: bits 0..2 = fragment element, then K/16 tiles, then
+ * M/(16 wm) tiles; of B: bits 0..1 = element, then K/16 tiles, then N/(8 wn). */
+Layout layout_mma_a(IrType t, int wm, int wn);
+Layout layout_mma_b(IrType t, int wm, int wn);
+
 /* Text form for --dump-after=layout: each input bit's basis as coordinates,
  * e.g. #linear<reg=[[0,1],[0,2]], lane=[[0,4],...], warp=[[1,0]]>. */
 void layout_print(StrBuf *b, const Layout *L);

@@ -18,13 +18,16 @@ typedef struct PassCtx {
 
 typedef void (*PassFn)(IrFunc *f, PassCtx *cx);
 
+typedef enum PassStage { PASS_CANON, PASS_BACKEND } PassStage;
+
 typedef struct PassInfo {
     const char *name;
     const char *summary;
     PassFn run;
+    PassStage stage;
 } PassInfo;
 
-#define PASS(name, summary) void pass_##name(IrFunc *f, PassCtx *cx);
+#define PASS(name, stage, summary) void pass_##name(IrFunc *f, PassCtx *cx);
 #include "passes.def"
 #undef PASS
 
@@ -39,8 +42,11 @@ typedef struct PassDump {
     FILE *out;              /* default stderr */
 } PassDump;
 
-/* Runs `names` (or the default pipeline when n == 0) on every function of m,
+/* Runs `names` (or, when n == 0, every pass of `stage` in table order: the
+ * default pipeline is PASS_CANON) on every function of m,
  * verifying after each pass.  Returns false on an I/O error writing dumps. */
 bool pass_run_pipeline(IrModule *m, const char *const *names, uint32_t n, const PassDump *dump, Diag *d);
+/* The backend pipeline (PASS_BACKEND passes), before code generation. */
+bool pass_run_backend(IrModule *m, const PassDump *dump, Diag *d);
 
 #endif

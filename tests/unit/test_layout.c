@@ -78,6 +78,32 @@ static void mma_acc_matches_ptx_fragment(void **state)
     assert_int_equal(coverage(&B, 128 * 128, 4), 1);
 }
 
+static void mma_operands_match_ptx_fragments(void **state)
+{
+    (void)state;
+    /* PTX ISA, mma.m16n8k16 .bf16/.f16: lane 4g+q holds A elements
+     * a0,a1 (g, 2q..2q+1), a2,a3 (g+8, ..), a4,a5 (g, 2q+8..), a6,a7 (g+8, 2q+8..)
+     * and B elements b0,b1 (2q..2q+1, g), b2,b3 (2q+8.., g). */
+    Layout A = layout_mma_a(tile2(DT_BF16, 16, 16), 1, 1), B = layout_mma_b(tile2(DT_BF16, 16, 8), 1, 1);
+    for (uint32_t lane = 0; lane < 32; lane++) {
+        uint32_t g = lane / 4, q = lane % 4;
+        for (uint32_t e = 0; e < 8; e++) {
+            uint32_t row = g + ((e >> 1) & 1) * 8, col = 2 * q + (e & 1) + (e >> 2) * 8;
+            assert_int_equal(layout_apply(&A, e, lane, 0), row * 16 + col);
+        }
+        for (uint32_t e = 0; e < 4; e++) {
+            uint32_t row = 2 * q + (e & 1) + (e >> 1) * 8, col = g;
+            assert_int_equal(layout_apply(&B, e, lane, 0), row * 8 + col);
+        }
+    }
+    /* bigger tiles over 2x2 warps: covered, with the replication the warps share */
+    Layout A2 = layout_mma_a(tile2(DT_BF16, 128, 64), 2, 2), B2 = layout_mma_b(tile2(DT_BF16, 64, 128), 2, 2);
+    assert_true(layout_is_surjective(&A2));
+    assert_true(layout_is_surjective(&B2));
+    assert_int_equal(coverage(&A2, 128 * 64, 4), 2);
+    assert_int_equal(coverage(&B2, 64 * 128, 4), 2);
+}
+
 static void slice_drops_the_axis(void **state)
 {
     (void)state;
@@ -112,6 +138,7 @@ int main(void)
         cmocka_unit_test(default_layouts_cover_every_element),
         cmocka_unit_test(default_layout_vectorizes_last_dim),
         cmocka_unit_test(mma_acc_matches_ptx_fragment),
+        cmocka_unit_test(mma_operands_match_ptx_fragments),
         cmocka_unit_test(slice_drops_the_axis),
         cmocka_unit_test(print_is_readable),
     };

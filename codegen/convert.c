@@ -1,0 +1,309 @@
+/* convert.c: moving tile elements between threads, and converting dtypes.
+ *
+ * Layout conversion (and any shape op whose element movement is not a
+ * register renaming) goes through the shared scratch area:
+ *   1. barrier (the area may still be read by the previous conversion);
+ *   2. every thread stores each register it uniquely owns at the element's
+ *      source flat index (replicated copies are skipped: registers whose
+ *      replicated bits are set statically, lanes/warps by a predicate, so no
+ *      two threads write one address);
+ *   3. barrier;
+ *   4. every thread loads each register of the target layout from the
+ *      source flat index of the element it must hold.
+ * Elements are stored at their natural width (i1 as a byte, pointers as 8 bytes).
+ *
+ * Dtype conversion follows lang/SEMANTICS.md exactly: float->int saturates
+ * toward zero with NaN -> 0 (llvm.fpto[su]i.sat), fp8 is encoded and decoded
+ * in integer arithmetic (round to nearest even, saturating, NaN kept) so that
+ * every arch gives the interpreter's bits.
+ */
+#include "lower_int.h"
+
+#include <string.h>
+
+/* ---- element movement through shared memory -------------------------------- */
+
+typedef LLVMValueRef (*SrcIndexFn)(Cg *cg, const Layout *to, LLVMValueRef toff, uint32_t r, const void *ctx);
+
+static LLVMTypeRef store_type(Cg *cg, LLVMTypeRef t) { return t == cg->i1 ? cg->i8 : t; }
+
+/* Replicated input bits of L: the mask of bits of `in` whose basis is zero. */
+static uint32_t replicated(const Layout *L, LayoutIn in)
+{
+    uint32_t m = 0;
+    for (int i = 0; i < L->nbits[in]; i++)
+        if (!L->basis[in][i]) m |= 1u << i;
+    return m;
+}
+
+void cg_smem_store_unique(Cg *cg, IrVal x, LLVMValueRef base, LLVMTypeRef st, uint32_t elem_off, bool to_f32)
+{
+    IrType xt = ir_vty(cg->f, x);
+    const Layout *Lx = cg_layout(cg, x);
+    LLVMTypeRef et = cg_elem_type(cg, xt);
+    uint32_t rep_lane = replicated(Lx, LL_LANE), rep_warp = replicated(Lx, LL_WARP), rep_reg = replicated(Lx, LL_REG);
+    LLVMValueRef zero = LLVMConstInt(cg->i32, 0, 0);
+    LLVMValueRef owner = LLVMBuildAnd(cg->b,
+        LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, cg->lane, LLVMConstInt(cg->i32, rep_lane, 0), ""), zero, ""),
+        LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, cg->warp, LLVMConstInt(cg->i32, rep_warp, 0), ""), zero, ""),
+        "owner");
+    LLVMBasicBlockRef st_bb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "smem.store");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "smem.stored");
+    LLVMValueRef xoff = cg_thread_offset(cg, Lx);
+    LLVMBuildCondBr(cg->b, owner, st_bb, done);
+    LLVMPositionBuilderAtEnd(cg->b, st_bb);
+    for (uint32_t r = 0; r < layout_nregs(Lx); r++) {
+        if (r & rep_reg) continue;
+        LLVMValueRef flat = LLVMBuildXor(cg->b, xoff, LLVMConstInt(cg->i32, layout_apply(Lx, r, 0, 0), 0), "");
+        if (elem_off) flat = LLVMBuildAdd(cg->b, flat, LLVMConstInt(cg->i32, elem_off, 0), "");
+        LLVMValueRef p = LLVMBuildGEP2(cg->b, st, base, &flat, 1, "");
+        LLVMValueRef v = cg_reg(cg, x, r);
+        if (to_f32) v = cg_cast(cg, v, (DType)xt.dt, false, DT_F32, false);
+        else if (et == cg->i1) v = LLVMBuildZExt(cg->b, v, cg->i8, "");
+        LLVMBuildStore(cg->b, v, p);
+    }
+    LLVMBuildBr(cg->b, done);
+    LLVMPositionBuilderAtEnd(cg->b, done);
+}
+
+static void smem_gather(Cg *cg, IrVal x, const Layout *to, SrcIndexFn src_index, const void *ctx, LLVMValueRef *out)
+{
+    IrType xt = ir_vty(cg->f, x);
+    LLVMTypeRef et = cg_elem_type(cg, xt), st = store_type(cg, et);
+    uint32_t esize = xt.isptr ? 8 : (uint32_t)dt_bytes((DType)xt.dt);
+    uint64_t bytes = (uint64_t)ir_ty_numel(xt) * esize;
+    if (bytes > 227 * 1024) {
+        uint32_t def = ir_def(cg->f, x);
+        diag_error(cg->d, def == UINT32_MAX ? cg->f->loc : ir_op(cg->f, def)->loc,
+                   "tile of %lld elements is too large to move between threads through shared memory (%llu bytes; "
+                   "at most 232448)", (long long)ir_ty_numel(xt), (unsigned long long)bytes);
+        cg->failed = true;
+        for (uint32_t r = 0; r < layout_nregs(to); r++) out[r] = LLVMGetUndef(et);
+        return;
+    }
+    LLVMValueRef base = cg_smem(cg, (uint32_t)bytes);
+    cg_barrier(cg);
+    cg_smem_store_unique(cg, x, base, st, 0, false);
+    cg_barrier(cg);
+    /* 4. everyone loads what the target layout needs */
+    LLVMValueRef toff = cg_thread_offset(cg, to);
+    for (uint32_t r = 0; r < layout_nregs(to); r++) {
+        LLVMValueRef idx = src_index(cg, to, toff, r, ctx);
+        LLVMValueRef v = LLVMBuildLoad2(cg->b, st, LLVMBuildGEP2(cg->b, st, base, &idx, 1, ""), "");
+        if (et == cg->i1) v = LLVMBuildTrunc(cg->b, v, cg->i1, "");
+        out[r] = v;
+    }
+    cg_barrier(cg);
+}
+
+static LLVMValueRef same_index(Cg *cg, const Layout *to, LLVMValueRef toff, uint32_t r, const void *ctx)
+{
+    (void)ctx;
+    return LLVMBuildXor(cg->b, toff, LLVMConstInt(cg->i32, layout_apply(to, r, 0, 0), 0), "");
+}
+
+void cg_convert_layout(Cg *cg, IrVal v, const Layout *to, LLVMValueRef *out)
+{
+    smem_gather(cg, v, to, same_index, NULL, out);
+}
+
+/* BROADCAST: the source flat index keeps only the bits of the dims that are
+ * not broadcast (`keep`), compacted to the source's dim offsets. */
+typedef struct BcastCtx {
+    uint32_t keep;
+    const Layout *src;
+} BcastCtx;
+
+static LLVMValueRef bcast_index(Cg *cg, const Layout *to, LLVMValueRef toff, uint32_t r, const void *ctx)
+{
+    const BcastCtx *c = ctx;
+    if (c->keep == 0xffffffffu) return same_index(cg, to, toff, r, NULL);
+    LLVMValueRef idx = LLVMConstInt(cg->i32, 0, 0);
+    for (int k = 0; k < to->rank; k++) {
+        uint32_t dmask = ((1u << to->dimbits[k]) - 1) << layout_dim_offset(to, k);
+        if (!(dmask & c->keep) || !to->dimbits[k]) continue;
+        LLVMValueRef co = cg_coord(cg, to, toff, r, k);
+        idx = LLVMBuildOr(cg->b, idx, LLVMBuildShl(cg->b, co, LLVMConstInt(cg->i32, (unsigned)layout_dim_offset(c->src, k), 0), ""), "");
+    }
+    return idx;
+}
+
+void cg_convert_layout_bcast(Cg *cg, IrVal x, const Layout *to, uint32_t keep, LLVMValueRef *out)
+{
+    BcastCtx c = {keep, cg_layout(cg, x)};
+    smem_gather(cg, x, to, bcast_index, &c, out);
+}
+
+/* TRANS: result coordinate k is source coordinate perm[k]. */
+typedef struct TransCtx {
+    const int32_t *perm;
+    const Layout *src;
+} TransCtx;
+
+static LLVMValueRef trans_index(Cg *cg, const Layout *to, LLVMValueRef toff, uint32_t r, const void *ctx)
+{
+    const TransCtx *c = ctx;
+    LLVMValueRef idx = LLVMConstInt(cg->i32, 0, 0);
+    for (int k = 0; k < to->rank; k++) {
+        if (!to->dimbits[k]) continue;
+        LLVMValueRef co = cg_coord(cg, to, toff, r, k);
+        unsigned off = (unsigned)layout_dim_offset(c->src, c->perm[k]);
+        idx = LLVMBuildOr(cg->b, idx, LLVMBuildShl(cg->b, co, LLVMConstInt(cg->i32, off, 0), ""), "");
+    }
+    return idx;
+}
+
+void cg_transpose(Cg *cg, IrVal x, const int32_t *perm, const Layout *to, LLVMValueRef *out)
+{
+    TransCtx c = {perm, cg_layout(cg, x)};
+    smem_gather(cg, x, to, trans_index, &c, out);
+}
+
+/* ---- dtype conversion --------------------------------------------------------- */
+
+typedef struct F8Fmt {
+    int ebits, mbits, bias;
+    bool ieee;          /* e5m2: all-ones exponent is inf/NaN; e4m3fn: only S.1111.111 is NaN */
+    uint32_t nan, maxfin; /* sign-less encodings */
+} F8Fmt;
+static const F8Fmt e4m3 = {4, 3, 7, false, 0x7F, 0x7E};
+static const F8Fmt e5m2 = {5, 2, 15, true, 0x7E, 0x7B};
+
+static LLVMValueRef k32(Cg *cg, uint32_t v) { return LLVMConstInt(cg->i32, v, 0); }
+
+/* fp8 bits (i8) -> f32, exactly. */
+static LLVMValueRef f8_to_f32(Cg *cg, LLVMValueRef x, const F8Fmt *F)
+{
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef u = LLVMBuildZExt(b, x, cg->i32, "");
+    LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildLShr(b, u, k32(cg, 7), ""), k32(cg, 31), "");
+    LLVMValueRef mag = LLVMBuildAnd(b, u, k32(cg, 0x7F), "");
+    LLVMValueRef e = LLVMBuildLShr(b, mag, k32(cg, (unsigned)F->mbits), "");
+    LLVMValueRef m = LLVMBuildAnd(b, mag, k32(cg, (1u << F->mbits) - 1), "");
+    /* normal: rebias the exponent, widen the mantissa */
+    LLVMValueRef nbits = LLVMBuildOr(b, LLVMBuildShl(b, LLVMBuildAdd(b, e, k32(cg, (unsigned)(127 - F->bias)), ""), k32(cg, 23), ""),
+                                     LLVMBuildShl(b, m, k32(cg, (unsigned)(23 - F->mbits)), ""), "");
+    LLVMValueRef normal = LLVMBuildBitCast(b, nbits, cg->f32, "");
+    /* subnormal: m * 2^(1 - bias - mbits) */
+    float scale = 1.0f;
+    for (int i = 0; i < F->bias - 1 + F->mbits; i++) scale *= 0.5f;
+    LLVMValueRef sub = LLVMBuildFMul(b, LLVMBuildUIToFP(b, m, cg->f32, ""), LLVMConstReal(cg->f32, scale), "");
+    LLVMValueRef v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, e, k32(cg, 0), ""), sub, normal, "");
+    LLVMValueRef nan = LLVMConstReal(cg->f32, __builtin_nanf(""));
+    LLVMValueRef is_nan, is_inf = NULL;
+    if (F->ieee) {
+        LLVMValueRef top = LLVMBuildICmp(b, LLVMIntEQ, e, k32(cg, (1u << F->ebits) - 1), "");
+        is_nan = LLVMBuildAnd(b, top, LLVMBuildICmp(b, LLVMIntNE, m, k32(cg, 0), ""), "");
+        is_inf = LLVMBuildAnd(b, top, LLVMBuildICmp(b, LLVMIntEQ, m, k32(cg, 0), ""), "");
+        v = LLVMBuildSelect(b, is_inf, LLVMConstReal(cg->f32, __builtin_inff()), v, "");
+    } else {
+        is_nan = LLVMBuildICmp(b, LLVMIntEQ, mag, k32(cg, 0x7F), "");
+    }
+    v = LLVMBuildSelect(b, is_nan, nan, v, "");
+    /* apply the sign */
+    LLVMValueRef bits = LLVMBuildOr(b, LLVMBuildBitCast(b, v, cg->i32, ""), sign, "");
+    return LLVMBuildBitCast(b, bits, cg->f32, "");
+}
+
+/* f32 -> fp8 bits: round to nearest even, saturate to the largest finite, keep NaN. */
+static LLVMValueRef f32_to_f8(Cg *cg, LLVMValueRef x, const F8Fmt *F)
+{
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef bits = LLVMBuildBitCast(b, x, cg->i32, "");
+    LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildLShr(b, bits, k32(cg, 24), ""), k32(cg, 0x80), "");
+    LLVMValueRef abits = LLVMBuildAnd(b, bits, k32(cg, 0x7FFFFFFF), "");
+    LLVMValueRef is_nan = LLVMBuildICmp(b, LLVMIntUGT, abits, k32(cg, 0x7F800000), "");
+    /* Work on the magnitude as an integer count of the target's smallest
+     * subnormal step: q = |x| / 2^(1-bias-mbits), rounded to nearest even.
+     * For normals of the target, rounding at the target's precision is a
+     * rounding of the f32 mantissa; doing both uniformly:
+     *   e = unbiased exponent of |x|, clamped below at 1-bias (subnormals);
+     *   shift = 23 - mbits + (clamped_e - e) bits of the 24-bit significand drop. */
+    LLVMValueRef ef = LLVMBuildLShr(b, abits, k32(cg, 23), "");
+    LLVMValueRef frac = LLVMBuildAnd(b, abits, k32(cg, 0x7FFFFF), "");
+    LLVMValueRef is_norm32 = LLVMBuildICmp(b, LLVMIntNE, ef, k32(cg, 0), "");
+    LLVMValueRef sig = LLVMBuildSelect(b, is_norm32, LLVMBuildOr(b, frac, k32(cg, 0x800000), ""), frac, "");
+    /* unbiased exponent (f32 subnormals count as exponent -126) */
+    LLVMValueRef e = LLVMBuildSub(b, LLVMBuildSelect(b, is_norm32, ef, k32(cg, 1), ""), k32(cg, 127), "");
+    int emin = 1 - F->bias;
+    LLVMValueRef below = LLVMBuildICmp(b, LLVMIntSLT, e, LLVMConstInt(cg->i32, (unsigned long long)(int64_t)emin, 1), "");
+    LLVMValueRef extra = LLVMBuildSelect(b, below, LLVMBuildSub(b, LLVMConstInt(cg->i32, (unsigned long long)(int64_t)emin, 1), e, ""),
+                                         k32(cg, 0), "");
+    LLVMValueRef shift = LLVMBuildAdd(b, k32(cg, (unsigned)(23 - F->mbits)), extra, "");
+    LLVMValueRef big = LLVMBuildICmp(b, LLVMIntUGT, shift, k32(cg, 31), "");
+    LLVMValueRef sh = LLVMBuildSelect(b, big, k32(cg, 31), shift, "");
+    LLVMValueRef kept = LLVMBuildLShr(b, sig, sh, "");
+    LLVMValueRef rem = LLVMBuildSub(b, sig, LLVMBuildShl(b, kept, sh, ""), "");
+    LLVMValueRef half = LLVMBuildShl(b, k32(cg, 1), LLVMBuildSub(b, sh, k32(cg, 1), ""), "");
+    LLVMValueRef up = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntUGT, rem, half, ""),
+                                  LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, rem, half, ""),
+                                               LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, kept, k32(cg, 1), ""), k32(cg, 0), ""), ""), "");
+    kept = LLVMBuildAdd(b, kept, LLVMBuildZExt(b, up, cg->i32, ""), "");
+    kept = LLVMBuildSelect(b, big, k32(cg, 0), kept, "");
+    /* kept counts units of 2^(max(e, emin) - mbits); compose exponent and mantissa:
+     * the biased target exponent is (max(e, emin) + bias) for normals (kept has the
+     * implicit bit at 1 << mbits) or 0 for subnormals; adding handles the carry. */
+    LLVMValueRef ec = LLVMBuildSelect(b, below, LLVMConstInt(cg->i32, (unsigned long long)(int64_t)emin, 1), e, "");
+    LLVMValueRef ebias = LLVMBuildAdd(b, ec, k32(cg, (unsigned)F->bias), ""); /* >= 1 */
+    /* for a subnormal result (below), kept < 1 << mbits and the code is kept itself;
+     * otherwise code = ((ebias - 1) << mbits) + kept (kept includes the implicit 1). */
+    LLVMValueRef code = LLVMBuildSelect(b, below, kept,
+        LLVMBuildAdd(b, LLVMBuildShl(b, LLVMBuildSub(b, ebias, k32(cg, 1), ""), k32(cg, (unsigned)F->mbits), ""), kept, ""), "");
+    /* saturate: anything past the largest finite (including f32 inf) */
+    LLVMValueRef huge = LLVMBuildICmp(b, LLVMIntSGT, e, k32(cg, 30), "");
+    LLVMValueRef sat = LLVMBuildOr(b, huge, LLVMBuildICmp(b, LLVMIntUGT, code, k32(cg, F->maxfin), ""), "");
+    code = LLVMBuildSelect(b, sat, k32(cg, F->maxfin), code, "");
+    code = LLVMBuildSelect(b, is_nan, k32(cg, F->nan), code, "");
+    return LLVMBuildTrunc(b, LLVMBuildOr(b, code, sign, ""), cg->i8, "");
+}
+
+static bool is_f8(DType t) { return t == DT_F8E4M3 || t == DT_F8E5M2; }
+
+LLVMValueRef cg_cast(Cg *cg, LLVMValueRef x, DType from, bool from_ptr, DType to, bool to_ptr)
+{
+    LLVMBuilderRef b = cg->b;
+    if (from_ptr || to_ptr) {
+        if (from_ptr && to_ptr) return x;
+        if (from_ptr) return LLVMBuildPtrToInt(b, x, cg_dtype(cg, to), "");
+        return LLVMBuildIntToPtr(b, x, cg->gptr, "");
+    }
+    if (from == to) return x;
+    LLVMTypeRef tt = cg_dtype(cg, to);
+    if (is_f8(from)) {
+        x = f8_to_f32(cg, x, from == DT_F8E4M3 ? &e4m3 : &e5m2);
+        from = DT_F32;
+        if (to == DT_F32) return x;
+    }
+    if (is_f8(to)) {
+        /* to f32 first: exact from f16/bf16/ints up to 2^24; f64 rounds twice
+         * only where f32 itself cannot hold the value, far outside fp8's range */
+        LLVMValueRef f = cg_cast(cg, x, from, false, DT_F32, false);
+        return f32_to_f8(cg, f, to == DT_F8E4M3 ? &e4m3 : &e5m2);
+    }
+    bool ff = dt_is_float(from), tf = dt_is_float(to);
+    if (!ff && !tf) {
+        if (to == DT_I1) return LLVMBuildICmp(b, LLVMIntNE, x, LLVMConstInt(LLVMTypeOf(x), 0, 0), "");
+        unsigned fb = dt_bits[from], tb = dt_bits[to];
+        if (tb < fb) return LLVMBuildTrunc(b, x, tt, "");
+        if (tb == fb) return x;
+        return dt_is_signed(from) ? LLVMBuildSExt(b, x, tt, "") : LLVMBuildZExt(b, x, tt, "");
+    }
+    if (!ff && tf) return dt_is_signed(from) ? LLVMBuildSIToFP(b, x, tt, "") : LLVMBuildUIToFP(b, x, tt, "");
+    if (ff && !tf) {
+        if (to == DT_I1) /* NaN -> 0 first, then x != 0 */
+            return LLVMBuildFCmp(b, LLVMRealONE, x, LLVMConstReal(LLVMTypeOf(x), 0.0), "");
+        char name[64];
+        const char *fs = from == DT_F32 ? "f32" : from == DT_F64 ? "f64" : from == DT_F16 ? "f16" : "bf16";
+        snprintf(name, sizeof name, "llvm.fpto%s.sat.i%u.%s", dt_is_signed(to) ? "si" : "ui", dt_bits[to], fs);
+        if (from == DT_BF16) { /* widen: exact */
+            x = LLVMBuildFPExt(b, x, cg->f32, "");
+            snprintf(name, sizeof name, "llvm.fpto%s.sat.i%u.f32", dt_is_signed(to) ? "si" : "ui", dt_bits[to]);
+        }
+        return cg_call_intrinsic(cg, name, tt, &x, 1);
+    }
+    unsigned fb = dt_bits[from], tb = dt_bits[to];
+    if (tb > fb) return LLVMBuildFPExt(b, x, tt, "");
+    if (tb < fb) return LLVMBuildFPTrunc(b, x, tt, "");
+    /* f16 <-> bf16: through f32, where both are exact */
+    return LLVMBuildFPTrunc(b, LLVMBuildFPExt(b, x, cg->f32, ""), tt, "");
+}

@@ -1,0 +1,922 @@
+/* lower.c: layout-annotated tile IR -> LLVM IR for one kernel.
+ *
+ * 1. Declare the kernel with the ABI of runtime/tilert.h (views expand to
+ *    pointer, shape[N], stride[N]) and mark it a kernel with its thread count.
+ * 2. In the entry block compute tid, lane and warp once.
+ * 3. Walk the body in order; each op's hook (the table below, generated from
+ *    ir/ops.def) turns its operands' registers into its results' registers.
+ *    Structured control flow becomes basic blocks with one phi per register of
+ *    each carried value.
+ * 4. Attach line information (DILocation from each op's loc) so ptxas's
+ *    .loc lines name the .tile source.
+ * The elementwise hooks are here; memory, conversions, reductions and dot
+ * live in lower_mem.c, convert.c, lower_reduce.c and lower_dot.c.
+ */
+#include "lower_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ir/fpconv.h"
+
+/* ---- types and small helpers ---------------------------------------------- */
+
+LLVMTypeRef cg_dtype(Cg *cg, DType dt)
+{
+    switch (dt) {
+    case DT_I1: return cg->i1;
+    case DT_I8: case DT_U8: case DT_F8E4M3: case DT_F8E5M2: return cg->i8;
+    case DT_I16: case DT_U16: return cg->i16;
+    case DT_I32: case DT_U32: return cg->i32;
+    case DT_I64: case DT_U64: return cg->i64;
+    case DT_F16: return cg->f16;
+    case DT_BF16: return cg->bf16;
+    case DT_F32: return cg->f32;
+    case DT_F64: return cg->f64;
+    default: tl_fatal("codegen", "bad dtype %d", (int)dt);
+    }
+}
+
+LLVMTypeRef cg_elem_type(Cg *cg, IrType t) { return t.isptr ? cg->gptr : cg_dtype(cg, (DType)t.dt); }
+
+const Layout *cg_layout(Cg *cg, IrVal v)
+{
+    IrType t = ir_vty(cg->f, v);
+    if (t.kind != TY_TILE || t.rank == 0) return NULL;
+    uint32_t li = cg->f->val_layout ? cg->f->val_layout[v] : 0;
+    if (!li) tl_fatal("codegen", "value %u of %s has no layout (did the layout pass run?)", v, cg->f->name);
+    return &cg->f->layouts[li];
+}
+
+CgVal *cg_val(Cg *cg, IrVal v) { return &cg->vals[v]; }
+
+void cg_define(Cg *cg, IrVal v, LLVMValueRef *regs, uint32_t n)
+{
+    CgVal *cv = &cg->vals[v];
+    cv->regs = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    memcpy(cv->regs, regs, n * sizeof *regs);
+    cv->nregs = n;
+    cv->L = cg_layout(cg, v);
+    if (cv->L) TL_ASSERT(n == layout_nregs(cv->L), "codegen");
+}
+
+LLVMValueRef cg_reg(Cg *cg, IrVal v, uint32_t r)
+{
+    CgVal *cv = &cg->vals[v];
+    TL_ASSERT(cv->regs, "codegen");
+    return cv->nregs == 1 ? cv->regs[0] : cv->regs[r];
+}
+
+LLVMValueRef cg_const_int(Cg *cg, LLVMTypeRef t, int64_t v) { return LLVMConstInt(t, (unsigned long long)v, 1); }
+
+LLVMValueRef cg_call_intrinsic(Cg *cg, const char *name, LLVMTypeRef ret, LLVMValueRef *args, unsigned n)
+{
+    LLVMTypeRef at[8];
+    TL_ASSERT(n <= 8, "codegen");
+    for (unsigned i = 0; i < n; i++) at[i] = LLVMTypeOf(args[i]);
+    LLVMTypeRef fty = LLVMFunctionType(ret, at, n, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(cg->mod, name);
+    if (!fn) fn = LLVMAddFunction(cg->mod, name, fty);
+    return LLVMBuildCall2(cg->b, fty, fn, args, n, "");
+}
+
+LLVMValueRef cg_inline_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *constraints, LLVMValueRef *args,
+                           unsigned n, bool side_effects)
+{
+    LLVMTypeRef at[16];
+    TL_ASSERT(n <= 16, "codegen");
+    for (unsigned i = 0; i < n; i++) at[i] = LLVMTypeOf(args[i]);
+    LLVMTypeRef fty = LLVMFunctionType(ret, at, n, 0);
+    LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)constraints, strlen(constraints),
+                                         side_effects, 0, LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(cg->b, fty, asmv, args, n, "");
+}
+
+static LLVMValueRef sreg(Cg *cg, const char *name)
+{
+    return cg_call_intrinsic(cg, name, cg->i32, NULL, 0);
+}
+
+LLVMValueRef cg_thread_offset(Cg *cg, const Layout *L)
+{
+    LLVMValueRef x = LLVMConstInt(cg->i32, 0, 0);
+    LLVMValueRef in[2] = {cg->lane, cg->warp};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < L->nbits[LL_LANE + k]; i++) {
+            uint32_t v = L->basis[LL_LANE + k][i];
+            if (!v) continue;
+            /* ((in >> i) & 1) * v, combined by xor */
+            LLVMValueRef bit = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, in[k], LLVMConstInt(cg->i32, (unsigned)i, 0), ""),
+                                            LLVMConstInt(cg->i32, 1, 0), "");
+            x = LLVMBuildXor(cg->b, x, LLVMBuildMul(cg->b, bit, LLVMConstInt(cg->i32, v, 0), ""), "");
+        }
+    return x;
+}
+
+LLVMValueRef cg_coord(Cg *cg, const Layout *L, LLVMValueRef thread_off, uint32_t r, int k)
+{
+    uint32_t rpart = layout_apply(L, r, 0, 0);
+    LLVMValueRef flat = LLVMBuildXor(cg->b, thread_off, LLVMConstInt(cg->i32, rpart, 0), "");
+    int off = layout_dim_offset(L, k);
+    LLVMValueRef c = LLVMBuildLShr(cg->b, flat, LLVMConstInt(cg->i32, (unsigned)off, 0), "");
+    return LLVMBuildAnd(cg->b, c, LLVMConstInt(cg->i32, (1u << L->dimbits[k]) - 1, 0), "");
+}
+
+void cg_barrier(Cg *cg)
+{
+    cg_call_intrinsic(cg, "llvm.nvvm.barrier0", cg->vd, NULL, 0);
+}
+
+LLVMValueRef cg_smem(Cg *cg, uint32_t bytes)
+{
+    if (bytes > cg->smem_bytes) cg->smem_bytes = bytes;
+    return cg->smem;
+}
+
+/* ---- values in another layout ------------------------------------------------ */
+
+static bool remat(Cg *cg, IrVal v, const Layout *L, LLVMValueRef *out, int depth);
+static LLVMValueRef ew_apply(Cg *cg, IrOp *op, LLVMValueRef *x);
+
+/* Recomputes v in layout L when v is made only of splats, aranges and pure
+ * elementwise ops of such values (the layout pass calls these "free"). */
+static bool remat(Cg *cg, IrVal v, const Layout *L, LLVMValueRef *out, int depth)
+{
+    IrFunc *f = cg->f;
+    uint32_t n = layout_nregs(L);
+    if (!cg_layout(cg, v)) { /* a scalar */
+        for (uint32_t r = 0; r < n; r++) out[r] = cg_reg(cg, v, 0);
+        return true;
+    }
+    uint32_t d = ir_def(f, v);
+    if (d == UINT32_MAX || depth > 8) return false;
+    IrOp *op = ir_op(f, d);
+    if (op->opc == IR_SPLAT) {
+        LLVMValueRef s = cg_reg(cg, ir_opnd(f, op, 0), 0);
+        for (uint32_t r = 0; r < n; r++) out[r] = s;
+        return true;
+    }
+    if (op->opc == IR_ARANGE) {
+        LLVMValueRef toff = cg_thread_offset(cg, L);
+        for (uint32_t r = 0; r < n; r++) out[r] = cg_coord(cg, L, toff, r, 0);
+        return true;
+    }
+    if (!(ir_opinfo[op->opc].flags & IR_ELEM) || !(ir_opinfo[op->opc].flags & IR_PURE) || op->nres != 1) return false;
+    LLVMValueRef *xs[3];
+    for (uint32_t k = 0; k < op->nopnd; k++) {
+        xs[k] = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+        if (!remat(cg, ir_opnd(f, op, k), L, xs[k], depth + 1)) return false;
+    }
+    for (uint32_t r = 0; r < n; r++) {
+        LLVMValueRef x[3];
+        for (uint32_t k = 0; k < op->nopnd; k++) x[k] = xs[k][r];
+        out[r] = ew_apply(cg, op, x);
+    }
+    return true;
+}
+
+void cg_value_as(Cg *cg, IrVal v, const Layout *L, LLVMValueRef *out)
+{
+    const Layout *Lv = cg_layout(cg, v);
+    uint32_t n = layout_nregs(L);
+    if (!Lv || layout_eq(Lv, L)) {
+        for (uint32_t r = 0; r < n; r++) out[r] = cg_reg(cg, v, r);
+        return;
+    }
+    if (remat(cg, v, L, out, 0)) return;
+    cg_convert_layout(cg, v, L, out);
+}
+
+/* ---- elementwise ---------------------------------------------------------- */
+
+static IrType opnd_ty(Cg *cg, IrOp *op, uint32_t i) { return ir_vty(cg->f, ir_opnd(cg->f, op, i)); }
+static uint32_t nregs_of(Cg *cg, IrVal v)
+{
+    const Layout *L = cg_layout(cg, v);
+    return L ? layout_nregs(L) : 1;
+}
+
+/* Applies fn to every register of the result: operands already share its layout. */
+typedef LLVMValueRef (*ElemFn)(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x);
+
+static void elementwise(Cg *cg, IrOp *op, DType dt, ElemFn fn)
+{
+    IrVal res = ir_res(op, 0);
+    uint32_t n = nregs_of(cg, res);
+    const Layout *L = cg_layout(cg, res);
+    LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    LLVMValueRef *conv[3] = {0};
+    for (uint32_t k = 0; k < op->nopnd; k++) {
+        IrVal v = ir_opnd(cg->f, op, k);
+        const Layout *Lv = cg_layout(cg, v);
+        if (L && Lv && !layout_eq(L, Lv)) {
+            conv[k] = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+            cg_value_as(cg, v, L, conv[k]);
+        }
+    }
+    for (uint32_t r = 0; r < n; r++) {
+        LLVMValueRef x[3];
+        for (uint32_t k = 0; k < op->nopnd; k++)
+            x[k] = conv[k] ? conv[k][r] : cg_reg(cg, ir_opnd(cg->f, op, k), r);
+        out[r] = fn(cg, op, dt, x);
+    }
+    cg_define(cg, res, out, n);
+}
+
+static LLVMValueRef int_width_const(Cg *cg, LLVMTypeRef t, DType dt) { return LLVMConstInt(t, dt_bits[dt], 0); }
+
+static LLVMValueRef ew_binary(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
+{
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef a = x[0], c = x[1];
+    bool fl = dt_is_float(dt), sg = dt_is_signed(dt);
+    LLVMTypeRef t = LLVMTypeOf(a);
+    switch ((IrOpcode)op->opc) {
+    case IR_ADD: return fl ? LLVMBuildFAdd(b, a, c, "") : LLVMBuildAdd(b, a, c, "");
+    case IR_SUB: return fl ? LLVMBuildFSub(b, a, c, "") : LLVMBuildSub(b, a, c, "");
+    case IR_MUL: return fl ? LLVMBuildFMul(b, a, c, "") : LLVMBuildMul(b, a, c, "");
+    case IR_DIV:
+    case IR_REM: {
+        if (fl) return op->opc == IR_DIV ? LLVMBuildFDiv(b, a, c, "") : LLVMBuildFRem(b, a, c, "");
+        /* x/0 and MIN/-1 are undefined in LLVM; the language wraps MIN/-1 and
+         * leaves x/0 to the interpreter's check: divide by 1 instead. */
+        LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
+        LLVMValueRef bad = LLVMBuildICmp(b, LLVMIntEQ, c, zero, "");
+        if (sg) {
+            LLVMValueRef mn = LLVMBuildShl(b, one, LLVMConstInt(t, dt_bits[dt] - 1, 0), "");
+            LLVMValueRef ovf = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, a, mn, ""),
+                                            LLVMBuildICmp(b, LLVMIntEQ, c, LLVMConstAllOnes(t), ""), "");
+            bad = LLVMBuildOr(b, bad, ovf, "");
+        }
+        LLVMValueRef den = LLVMBuildSelect(b, bad, one, c, "");
+        if (op->opc == IR_DIV) return sg ? LLVMBuildSDiv(b, a, den, "") : LLVMBuildUDiv(b, a, den, "");
+        LLVMValueRef r = sg ? LLVMBuildSRem(b, a, den, "") : LLVMBuildURem(b, a, den, "");
+        return r;
+    }
+    case IR_AND: return LLVMBuildAnd(b, a, c, "");
+    case IR_OR: return LLVMBuildOr(b, a, c, "");
+    case IR_XOR: return LLVMBuildXor(b, a, c, "");
+    case IR_SHL:
+    case IR_SHR: {
+        /* counts outside [0, width) give 0, or the sign fill for an arithmetic right shift */
+        LLVMValueRef w = int_width_const(cg, t, dt);
+        LLVMValueRef inrange = LLVMBuildICmp(b, LLVMIntULT, c, w, "");
+        LLVMValueRef safe = LLVMBuildSelect(b, inrange, c, LLVMConstInt(t, 0, 0), "");
+        if (op->opc == IR_SHL)
+            return LLVMBuildSelect(b, inrange, LLVMBuildShl(b, a, safe, ""), LLVMConstInt(t, 0, 0), "");
+        if (sg) {
+            LLVMValueRef fill = LLVMBuildAShr(b, a, LLVMConstInt(t, dt_bits[dt] - 1, 0), "");
+            return LLVMBuildSelect(b, inrange, LLVMBuildAShr(b, a, safe, ""), fill, "");
+        }
+        return LLVMBuildSelect(b, inrange, LLVMBuildLShr(b, a, safe, ""), LLVMConstInt(t, 0, 0), "");
+    }
+    case IR_MAX:
+    case IR_MIN: {
+        const char *nm;
+        char name[64];
+        if (fl) nm = op->opc == IR_MAX ? "llvm.maximum" : "llvm.minimum";
+        else if (sg) nm = op->opc == IR_MAX ? "llvm.smax" : "llvm.smin";
+        else nm = op->opc == IR_MAX ? "llvm.umax" : "llvm.umin";
+        const char *sfx = t == cg->f32 ? "f32" : t == cg->f64 ? "f64" : t == cg->f16 ? "f16" : t == cg->bf16 ? "bf16"
+                        : t == cg->i1 ? "i1" : t == cg->i8 ? "i8" : t == cg->i16 ? "i16" : t == cg->i32 ? "i32" : "i64";
+        snprintf(name, sizeof name, "%s.%s", nm, sfx);
+        LLVMValueRef args[2] = {a, c};
+        return cg_call_intrinsic(cg, name, t, args, 2);
+    }
+    case IR_CMP: {
+        IrCmp p = (IrCmp)op->attr.i;
+        if (fl) {
+            static const LLVMRealPredicate fp[CMP_COUNT] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
+                                                            LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
+            return LLVMBuildFCmp(b, fp[p], a, c, "");
+        }
+        static const LLVMIntPredicate sp[CMP_COUNT] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
+        static const LLVMIntPredicate up[CMP_COUNT] = {LLVMIntEQ, LLVMIntNE, LLVMIntULT, LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
+        return LLVMBuildICmp(b, sg ? sp[p] : up[p], a, c, "");
+    }
+    case IR_ADDPTR: {
+        IrType ot = opnd_ty(cg, op, 1);
+        LLVMValueRef idx = dt_is_signed((DType)ot.dt) ? LLVMBuildSExt(b, c, cg->i64, "") : LLVMBuildZExt(b, c, cg->i64, "");
+        if (LLVMTypeOf(c) == cg->i64) idx = c;
+        return LLVMBuildGEP2(b, cg_dtype(cg, dt), a, &idx, 1, "");
+    }
+    default: tl_fatal("codegen", "not a binary op: %s", ir_opinfo[op->opc].name);
+    }
+}
+
+#define BINARY_HOOK(ID)                                                                 \
+    void cg_lower_##ID(Cg *cg, uint32_t opid, IrOp *op)                                 \
+    {                                                                                   \
+        (void)opid;                                                                     \
+        elementwise(cg, op, (DType)opnd_ty(cg, op, 0).dt, ew_binary);                   \
+    }
+BINARY_HOOK(ADD)
+BINARY_HOOK(SUB)
+BINARY_HOOK(MUL)
+BINARY_HOOK(DIV)
+BINARY_HOOK(REM)
+BINARY_HOOK(AND)
+BINARY_HOOK(OR)
+BINARY_HOOK(XOR)
+BINARY_HOOK(SHL)
+BINARY_HOOK(SHR)
+BINARY_HOOK(MAX)
+BINARY_HOOK(MIN)
+BINARY_HOOK(CMP)
+BINARY_HOOK(ADDPTR)
+#undef BINARY_HOOK
+
+/* ---- unary and ternary ------------------------------------------------------ */
+
+static LLVMValueRef ew_unary(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
+{
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef a = x[0];
+    LLVMTypeRef t = LLVMTypeOf(a);
+    switch ((IrOpcode)op->opc) {
+    case IR_NEG: return dt_is_float(dt) ? LLVMBuildFNeg(b, a, "") : LLVMBuildNeg(b, a, "");
+    case IR_NOT: return LLVMBuildNot(b, a, "");
+    case IR_ABS:
+        if (dt_is_float(dt)) return cg_math_unary(cg, "fabs", dt, a);
+        if (!dt_is_signed(dt)) return a;
+        return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, LLVMConstInt(t, 0, 0), ""), LLVMBuildNeg(b, a, ""), a, "");
+    case IR_FLOOR: return dt_is_float(dt) ? cg_math_unary(cg, "floor", dt, a) : a;
+    case IR_CEIL: return dt_is_float(dt) ? cg_math_unary(cg, "ceil", dt, a) : a;
+    case IR_EXP: return cg_math_unary(cg, "exp", dt, a);
+    case IR_EXP2: return cg_math_unary(cg, "exp2", dt, a);
+    case IR_LOG: return cg_math_unary(cg, "log", dt, a);
+    case IR_LOG2: return cg_math_unary(cg, "log2", dt, a);
+    case IR_SQRT: return cg_math_unary(cg, "sqrt", dt, a);
+    case IR_RSQRT: return cg_math_unary(cg, "rsqrt", dt, a);
+    case IR_SIGMOID: return cg_math_unary(cg, "sigmoid", dt, a);
+    case IR_TANH: return cg_math_unary(cg, "tanh", dt, a);
+    case IR_ERF: return cg_math_unary(cg, "erf", dt, a);
+    default: tl_fatal("codegen", "not a unary op: %s", ir_opinfo[op->opc].name);
+    }
+}
+
+#define UNARY_HOOK(ID)                                                                  \
+    void cg_lower_##ID(Cg *cg, uint32_t opid, IrOp *op)                                 \
+    {                                                                                   \
+        (void)opid;                                                                     \
+        elementwise(cg, op, (DType)opnd_ty(cg, op, 0).dt, ew_unary);                    \
+    }
+UNARY_HOOK(NEG)
+UNARY_HOOK(NOT)
+UNARY_HOOK(EXP)
+UNARY_HOOK(EXP2)
+UNARY_HOOK(LOG)
+UNARY_HOOK(LOG2)
+UNARY_HOOK(SQRT)
+UNARY_HOOK(RSQRT)
+UNARY_HOOK(ABS)
+UNARY_HOOK(SIGMOID)
+UNARY_HOOK(TANH)
+UNARY_HOOK(ERF)
+UNARY_HOOK(FLOOR)
+UNARY_HOOK(CEIL)
+#undef UNARY_HOOK
+
+static LLVMValueRef ew_fma(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
+{
+    (void)op;
+    if (dt_is_float(dt)) {
+        char name[32];
+        snprintf(name, sizeof name, "llvm.fma.%s", dt == DT_F32 ? "f32" : dt == DT_F64 ? "f64" : dt == DT_F16 ? "f16" : "bf16");
+        return cg_call_intrinsic(cg, name, LLVMTypeOf(x[0]), x, 3);
+    }
+    return LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, x[0], x[1], ""), x[2], "");
+}
+
+static LLVMValueRef ew_select(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
+{
+    (void)op;
+    (void)dt;
+    return LLVMBuildSelect(cg->b, x[0], x[1], x[2], "");
+}
+
+static LLVMValueRef ew_cast(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
+{
+    IrType from = opnd_ty(cg, op, 0), to = ir_vty(cg->f, ir_res(op, 0));
+    (void)dt;
+    return cg_cast(cg, x[0], (DType)from.dt, from.isptr, (DType)to.dt, to.isptr);
+}
+
+static LLVMValueRef ew_bitcast(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
+{
+    IrType to = ir_vty(cg->f, ir_res(op, 0));
+    (void)dt;
+    LLVMTypeRef tt = cg_elem_type(cg, to);
+    if (LLVMTypeOf(x[0]) == tt) return x[0];
+    return LLVMBuildBitCast(cg->b, x[0], tt, "");
+}
+
+/* One register of any pure elementwise op (for rematerialisation). */
+static LLVMValueRef ew_apply(Cg *cg, IrOp *op, LLVMValueRef *x)
+{
+    DType dt = (DType)opnd_ty(cg, op, 0).dt;
+    switch ((IrOpcode)op->opc) {
+    case IR_FMA: return ew_fma(cg, op, dt, x);
+    case IR_SELECT: return ew_select(cg, op, (DType)opnd_ty(cg, op, 1).dt, x);
+    case IR_CAST: return ew_cast(cg, op, dt, x);
+    case IR_BITCAST: return ew_bitcast(cg, op, dt, x);
+    default: return op->nopnd == 2 ? ew_binary(cg, op, dt, x) : ew_unary(cg, op, dt, x);
+    }
+}
+
+void cg_lower_FMA(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    elementwise(cg, op, (DType)opnd_ty(cg, op, 0).dt, ew_fma);
+}
+void cg_lower_SELECT(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    elementwise(cg, op, (DType)opnd_ty(cg, op, 1).dt, ew_select);
+}
+void cg_lower_CAST(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    elementwise(cg, op, (DType)opnd_ty(cg, op, 0).dt, ew_cast);
+}
+void cg_lower_BITCAST(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    elementwise(cg, op, (DType)opnd_ty(cg, op, 0).dt, ew_bitcast);
+}
+
+/* ---- constants, index tiles and shape ops ---------------------------------- */
+
+void cg_lower_CONST(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    IrType t = ir_vty(cg->f, ir_res(op, 0));
+    LLVMTypeRef lt = cg_elem_type(cg, t);
+    LLVMValueRef v;
+    if (dt_is_float((DType)t.dt) && t.dt != DT_F8E4M3 && t.dt != DT_F8E5M2)
+        v = LLVMConstReal(lt, op->attr.f);
+    else if (dt_is_float((DType)t.dt))
+        v = LLVMConstInt(lt, t.dt == DT_F8E4M3 ? fp_to_f8e4m3(op->attr.f) : fp_to_f8e5m2(op->attr.f), 0);
+    else
+        v = LLVMConstInt(lt, (unsigned long long)op->attr.i, 0);
+    cg_define(cg, ir_res(op, 0), &v, 1);
+}
+
+void cg_lower_ARANGE(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    IrVal res = ir_res(op, 0);
+    const Layout *L = cg_layout(cg, res);
+    uint32_t n = layout_nregs(L);
+    LLVMValueRef toff = cg_thread_offset(cg, L);
+    LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    for (uint32_t r = 0; r < n; r++) out[r] = cg_coord(cg, L, toff, r, 0);
+    cg_define(cg, res, out, n);
+}
+
+void cg_lower_SPLAT(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    IrVal res = ir_res(op, 0);
+    uint32_t n = nregs_of(cg, res);
+    LLVMValueRef s = cg_reg(cg, ir_opnd(cg->f, op, 0), 0);
+    LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    for (uint32_t r = 0; r < n; r++) out[r] = s;
+    cg_define(cg, res, out, n);
+}
+
+/* Shape ops that keep every element where it is in the row-major order of
+ * the flat index (EXPAND_DIMS, RESHAPE, and BROADCAST whose operand layout is
+ * the result's with the broadcast bits dropped) map register r of the result
+ * to the operand's register holding the same element.  The layout pass picks
+ * layouts that make this a register renaming; otherwise go through shared
+ * memory. */
+static void regmap(Cg *cg, IrOp *op, bool broadcast)
+{
+    IrVal res = ir_res(op, 0), x = ir_opnd(cg->f, op, 0);
+    const Layout *L = cg_layout(cg, res), *Lx = cg_layout(cg, x);
+    uint32_t n = layout_nregs(L);
+    LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    if (!Lx) { /* a scalar operand */
+        for (uint32_t r = 0; r < n; r++) out[r] = cg_reg(cg, x, 0);
+        cg_define(cg, res, out, n);
+        return;
+    }
+    /* the flat index of the operand for a result flat index: drop broadcast dims' bits */
+    IrType rt = ir_vty(cg->f, res), xt = ir_vty(cg->f, x);
+    uint32_t keep = 0xffffffffu;
+    if (broadcast) {
+        keep = 0;
+        for (int k = 0; k < rt.rank; k++)
+            if (xt.dims[k] == rt.dims[k])
+                keep |= ((1u << L->dimbits[k]) - 1) << layout_dim_offset(L, k);
+    }
+    bool same_threads = Lx->nbits[LL_REG] == L->nbits[LL_REG];
+    for (int k = 1; k < LL_NIN && same_threads; k++)
+        for (int i = 0; i < L->nbits[k] && same_threads; i++)
+            same_threads = (L->basis[k][i] & keep) == Lx->basis[k][i];
+    for (int i = 0; i < L->nbits[LL_REG] && same_threads; i++)
+        same_threads = (L->basis[LL_REG][i] & keep) == Lx->basis[LL_REG][i];
+    if (!same_threads) {
+        /* go through the canonical path: materialise the operand in the
+         * result's thread mapping by a shared-memory round trip */
+        cg_convert_layout_bcast(cg, x, L, keep, out);
+        cg_define(cg, res, out, n);
+        return;
+    }
+    for (uint32_t r = 0; r < n; r++) out[r] = cg_reg(cg, x, r);
+    cg_define(cg, res, out, n);
+}
+
+void cg_lower_BROADCAST(Cg *cg, uint32_t opid, IrOp *op) { (void)opid; regmap(cg, op, true); }
+void cg_lower_EXPAND_DIMS(Cg *cg, uint32_t opid, IrOp *op) { (void)opid; regmap(cg, op, false); }
+void cg_lower_RESHAPE(Cg *cg, uint32_t opid, IrOp *op) { (void)opid; regmap(cg, op, false); }
+
+void cg_lower_TRANS(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    IrVal res = ir_res(op, 0);
+    const Layout *L = cg_layout(cg, res);
+    uint32_t n = layout_nregs(L);
+    LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    cg_transpose(cg, ir_opnd(cg->f, op, 0), op->attr.shape, L, out);
+    cg_define(cg, res, out, n);
+}
+
+/* ---- program and view queries ----------------------------------------------- */
+
+static const char *const ctaid[3] = {"llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y",
+                                     "llvm.nvvm.read.ptx.sreg.ctaid.z"};
+static const char *const nctaid[3] = {"llvm.nvvm.read.ptx.sreg.nctaid.x", "llvm.nvvm.read.ptx.sreg.nctaid.y",
+                                      "llvm.nvvm.read.ptx.sreg.nctaid.z"};
+
+void cg_lower_PROGRAM_ID(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    LLVMValueRef v = sreg(cg, ctaid[op->attr.i]);
+    cg_define(cg, ir_res(op, 0), &v, 1);
+}
+
+void cg_lower_NUM_PROGRAMS(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    LLVMValueRef v = sreg(cg, nctaid[op->attr.i]);
+    cg_define(cg, ir_res(op, 0), &v, 1);
+}
+
+void cg_lower_VIEW_PTR(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    LLVMValueRef v = cg_val(cg, ir_opnd(cg->f, op, 0))->ptr;
+    cg_define(cg, ir_res(op, 0), &v, 1);
+}
+
+void cg_lower_VIEW_SHAPE(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    LLVMValueRef v = cg_val(cg, ir_opnd(cg->f, op, 0))->shape[op->attr.i];
+    cg_define(cg, ir_res(op, 0), &v, 1);
+}
+
+void cg_lower_VIEW_STRIDE(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    LLVMValueRef v = cg_val(cg, ir_opnd(cg->f, op, 0))->stride[op->attr.i];
+    cg_define(cg, ir_res(op, 0), &v, 1);
+}
+
+/* ---- structured control flow ------------------------------------------------ */
+
+static const CgHook hooks[IR_NUM_OPS] = {
+#define OP(id, name, mino, maxo, nres, nreg, flags) [IR_##id] = cg_lower_##id,
+#include "../ir/ops.def"
+#undef OP
+};
+
+static void set_loc(Cg *cg, SrcLoc loc)
+{
+    if (!cg->di || !loc.line) return;
+    LLVMMetadataRef l = LLVMDIBuilderCreateDebugLocation(cg->ctx, loc.line, loc.col, cg->di_sp, NULL);
+    LLVMSetCurrentDebugLocation2(cg->b, l);
+}
+
+/* Lowers every op of block b but its terminator; returns the terminator's id. */
+static uint32_t lower_block(Cg *cg, IrBlk blk)
+{
+    IrBlock *B = ir_blk(cg->f, blk);
+    for (uint32_t i = 0; i < B->nops; i++) {
+        uint32_t id = B->ops[i];
+        IrOp *op = ir_op(cg->f, id);
+        if (ir_opinfo[op->opc].flags & IR_TERM) return id;
+        set_loc(cg, op->loc);
+        hooks[op->opc](cg, id, op);
+        if (cg->failed) return UINT32_MAX;
+    }
+    tl_fatal("codegen", "block %u of %s has no terminator", blk, cg->f->name);
+}
+
+/* Registers of value v seen in the layout of value `as` (loop-carried values
+ * keep one layout; the layout pass guarantees it, convert otherwise). */
+static LLVMValueRef *regs_as(Cg *cg, IrVal v, IrVal as)
+{
+    const Layout *L = cg_layout(cg, as), *Lv = cg_layout(cg, v);
+    uint32_t n = nregs_of(cg, as);
+    LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    if (L && Lv && !layout_eq(L, Lv)) {
+        cg_value_as(cg, v, L, out);
+        return out;
+    }
+    for (uint32_t r = 0; r < n; r++) out[r] = cg_reg(cg, v, r);
+    return out;
+}
+
+/* One phi per register for each of `n` values typed like vals[i]. */
+static LLVMValueRef **make_phis(Cg *cg, const IrVal *like, uint32_t n)
+{
+    LLVMValueRef **phis = ARENA_ARRAY(cg->scratch, LLVMValueRef *, n);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t nr = nregs_of(cg, like[i]);
+        phis[i] = ARENA_ARRAY(cg->scratch, LLVMValueRef, nr);
+        LLVMTypeRef t = cg_elem_type(cg, ir_vty(cg->f, like[i]));
+        for (uint32_t r = 0; r < nr; r++) phis[i][r] = LLVMBuildPhi(cg->b, t, "");
+    }
+    return phis;
+}
+
+/* Adds the values `from` (converted to the layouts of `like`) as incoming from
+ * the current block; conversions may open new blocks, so the block is taken after. */
+static void add_incoming(Cg *cg, LLVMValueRef **phis, const IrVal *like, const IrVal *from, uint32_t n)
+{
+    LLVMValueRef **regs = ARENA_ARRAY(cg->scratch, LLVMValueRef *, n ? n : 1);
+    for (uint32_t i = 0; i < n; i++) regs[i] = regs_as(cg, from[i], like[i]);
+    LLVMBasicBlockRef bb = LLVMGetInsertBlock(cg->b);
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t r = 0; r < nregs_of(cg, like[i]); r++) LLVMAddIncoming(phis[i][r], &regs[i][r], &bb, 1);
+}
+
+static void define_from_phis(Cg *cg, const IrVal *vals, LLVMValueRef **phis, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) cg_define(cg, vals[i], phis[i], nregs_of(cg, vals[i]));
+}
+
+static IrVal *opnd_list(Cg *cg, IrOp *op, uint32_t from)
+{
+    return &cg->f->opnds[op->opnd + from];
+}
+
+void cg_lower_FOR(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    IrFunc *f = cg->f;
+    IrBlock *body = ir_blk(f, op->region[0]);
+    uint32_t nc = op->nres;
+    IrVal *inits = opnd_list(cg, op, 3), *args = &body->args[1];
+    LLVMValueRef lb = cg_reg(cg, ir_opnd(f, op, 0), 0), ub = cg_reg(cg, ir_opnd(f, op, 1), 0);
+    LLVMValueRef step = cg_reg(cg, ir_opnd(f, op, 2), 0);
+    DType it = (DType)ir_vty(f, body->args[0]).dt;
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "for.head");
+    LLVMBasicBlockRef bodyb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "for.body");
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "for.exit");
+    LLVMValueRef **init_regs = ARENA_ARRAY(cg->scratch, LLVMValueRef *, nc ? nc : 1);
+    for (uint32_t i = 0; i < nc; i++) init_regs[i] = regs_as(cg, inits[i], args[i]);
+    pre = LLVMGetInsertBlock(cg->b);
+    LLVMBuildBr(cg->b, head);
+
+    LLVMPositionBuilderAtEnd(cg->b, head);
+    LLVMValueRef iv = LLVMBuildPhi(cg->b, LLVMTypeOf(lb), "iv");
+    LLVMAddIncoming(iv, &lb, &pre, 1);
+    LLVMValueRef **phis = make_phis(cg, args, nc);
+    for (uint32_t i = 0; i < nc; i++)
+        for (uint32_t r = 0; r < nregs_of(cg, args[i]); r++) LLVMAddIncoming(phis[i][r], &init_regs[i][r], &pre, 1);
+    /* the loop runs while iv < ub for a positive step, iv > ub for a negative one */
+    bool sg = dt_is_signed(it);
+    LLVMValueRef zero = LLVMConstInt(LLVMTypeOf(lb), 0, 0);
+    LLVMValueRef up = sg ? LLVMBuildICmp(cg->b, LLVMIntSGT, step, zero, "") : LLVMConstInt(cg->i1, 1, 0);
+    LLVMValueRef lt = LLVMBuildICmp(cg->b, sg ? LLVMIntSLT : LLVMIntULT, iv, ub, "");
+    LLVMValueRef gt = LLVMBuildICmp(cg->b, sg ? LLVMIntSGT : LLVMIntUGT, iv, ub, "");
+    LLVMValueRef go = LLVMBuildSelect(cg->b, up, lt, gt, "");
+    LLVMBuildCondBr(cg->b, go, bodyb, exit);
+
+    LLVMPositionBuilderAtEnd(cg->b, bodyb);
+    cg_define(cg, body->args[0], &iv, 1);
+    define_from_phis(cg, args, phis, nc);
+    uint32_t term = lower_block(cg, op->region[0]);
+    if (term == UINT32_MAX) return;
+    IrOp *y = ir_op(f, term);
+    LLVMValueRef next = LLVMBuildAdd(cg->b, iv, step, "iv.next");
+    add_incoming(cg, phis, args, opnd_list(cg, y, 0), nc);
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b); /* conversions may have added blocks */
+    LLVMAddIncoming(iv, &next, &latch, 1);
+    LLVMBuildBr(cg->b, head);
+
+    LLVMPositionBuilderAtEnd(cg->b, exit);
+    IrVal *res = ARENA_ARRAY(cg->scratch, IrVal, nc ? nc : 1);
+    for (uint32_t i = 0; i < nc; i++) res[i] = ir_res(op, i);
+    define_from_phis(cg, res, phis, nc);
+}
+
+void cg_lower_IF(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    IrFunc *f = cg->f;
+    uint32_t nr = op->nres;
+    IrVal *res = ARENA_ARRAY(cg->scratch, IrVal, nr ? nr : 1);
+    for (uint32_t i = 0; i < nr; i++) res[i] = ir_res(op, i);
+    LLVMValueRef c = cg_reg(cg, ir_opnd(f, op, 0), 0);
+    if (LLVMTypeOf(c) != cg->i1) c = LLVMBuildICmp(cg->b, LLVMIntNE, c, LLVMConstInt(LLVMTypeOf(c), 0, 0), "");
+    LLVMBasicBlockRef thenb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "if.then");
+    LLVMBasicBlockRef elseb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "if.else");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "if.end");
+    LLVMBuildCondBr(cg->b, c, thenb, elseb);
+    LLVMBasicBlockRef from[2];
+    LLVMValueRef **vals[2];
+    LLVMBasicBlockRef bbs[2] = {thenb, elseb};
+    for (int k = 0; k < 2; k++) {
+        LLVMPositionBuilderAtEnd(cg->b, bbs[k]);
+        uint32_t term = lower_block(cg, op->region[k]);
+        if (term == UINT32_MAX) return;
+        IrOp *y = ir_op(f, term);
+        vals[k] = ARENA_ARRAY(cg->scratch, LLVMValueRef *, nr ? nr : 1);
+        for (uint32_t i = 0; i < nr; i++) vals[k][i] = regs_as(cg, ir_opnd(f, y, i), res[i]);
+        from[k] = LLVMGetInsertBlock(cg->b);
+        LLVMBuildBr(cg->b, join);
+    }
+    LLVMPositionBuilderAtEnd(cg->b, join);
+    LLVMValueRef **phis = make_phis(cg, res, nr);
+    for (uint32_t i = 0; i < nr; i++)
+        for (uint32_t r = 0; r < nregs_of(cg, res[i]); r++) {
+            LLVMValueRef in[2] = {vals[0][i][r], vals[1][i][r]};
+            LLVMAddIncoming(phis[i][r], in, from, 2);
+        }
+    define_from_phis(cg, res, phis, nr);
+}
+
+void cg_lower_WHILE(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    IrFunc *f = cg->f;
+    IrBlock *before = ir_blk(f, op->region[0]), *after = ir_blk(f, op->region[1]);
+    uint32_t nc = before->nargs, nr = op->nres;
+    LLVMValueRef **init_regs = ARENA_ARRAY(cg->scratch, LLVMValueRef *, nc ? nc : 1);
+    for (uint32_t i = 0; i < nc; i++) init_regs[i] = regs_as(cg, ir_opnd(f, op, i), before->args[i]);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "while.cond");
+    LLVMBasicBlockRef bodyb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "while.body");
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "while.exit");
+    LLVMBuildBr(cg->b, head);
+    LLVMPositionBuilderAtEnd(cg->b, head);
+    LLVMValueRef **phis = make_phis(cg, before->args, nc);
+    for (uint32_t i = 0; i < nc; i++)
+        for (uint32_t r = 0; r < nregs_of(cg, before->args[i]); r++) LLVMAddIncoming(phis[i][r], &init_regs[i][r], &pre, 1);
+    define_from_phis(cg, before->args, phis, nc);
+    uint32_t term = lower_block(cg, op->region[0]);
+    if (term == UINT32_MAX) return;
+    IrOp *cond = ir_op(f, term);
+    LLVMValueRef c = cg_reg(cg, ir_opnd(f, cond, 0), 0);
+    if (LLVMTypeOf(c) != cg->i1) c = LLVMBuildICmp(cg->b, LLVMIntNE, c, LLVMConstInt(LLVMTypeOf(c), 0, 0), "");
+    /* the values CONDITION forwards become the body's arguments and the results */
+    IrVal *fwd = opnd_list(cg, cond, 1);
+    for (uint32_t i = 0; i < nr; i++) {
+        LLVMValueRef *regs = regs_as(cg, fwd[i], ir_res(op, i));
+        cg_define(cg, ir_res(op, i), regs, nregs_of(cg, ir_res(op, i)));
+        cg_define(cg, after->args[i], regs_as(cg, fwd[i], after->args[i]), nregs_of(cg, after->args[i]));
+    }
+    LLVMBuildCondBr(cg->b, c, bodyb, exit);
+    LLVMPositionBuilderAtEnd(cg->b, bodyb);
+    term = lower_block(cg, op->region[1]);
+    if (term == UINT32_MAX) return;
+    add_incoming(cg, phis, before->args, opnd_list(cg, ir_op(f, term), 0), nc);
+    LLVMBuildBr(cg->b, head);
+    LLVMPositionBuilderAtEnd(cg->b, exit);
+}
+
+/* Terminators are consumed by their parents (lower_block stops at them). */
+void cg_lower_YIELD(Cg *cg, uint32_t opid, IrOp *op) { (void)cg; (void)opid; (void)op; tl_fatal("codegen", "stray yield"); }
+void cg_lower_CONDITION(Cg *cg, uint32_t opid, IrOp *op) { (void)cg; (void)opid; (void)op; tl_fatal("codegen", "stray condition"); }
+void cg_lower_RETURN(Cg *cg, uint32_t opid, IrOp *op) { (void)cg; (void)opid; (void)op; tl_fatal("codegen", "stray return"); }
+
+/* ---- the kernel --------------------------------------------------------------- */
+
+static void add_annotation(Cg *cg, const char *key, int val)
+{
+    LLVMValueRef md[3] = {cg->fn, LLVMMDStringInContext(cg->ctx, key, (unsigned)strlen(key)),
+                          LLVMConstInt(cg->i32, (unsigned)val, 0)};
+    LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations", LLVMMDNodeInContext(cg->ctx, md, 3));
+}
+
+static void init_types(Cg *cg)
+{
+    LLVMContextRef c = cg->ctx;
+    cg->i1 = LLVMInt1TypeInContext(c);
+    cg->i8 = LLVMInt8TypeInContext(c);
+    cg->i16 = LLVMInt16TypeInContext(c);
+    cg->i32 = LLVMInt32TypeInContext(c);
+    cg->i64 = LLVMInt64TypeInContext(c);
+    cg->f16 = LLVMHalfTypeInContext(c);
+    cg->bf16 = LLVMBFloatTypeInContext(c);
+    cg->f32 = LLVMFloatTypeInContext(c);
+    cg->f64 = LLVMDoubleTypeInContext(c);
+    cg->vd = LLVMVoidTypeInContext(c);
+    cg->gptr = LLVMPointerTypeInContext(c, 1);
+    cg->sptr = LLVMPointerTypeInContext(c, 3);
+}
+
+static void init_debug(Cg *cg, const char *file)
+{
+    cg->di = LLVMCreateDIBuilder(cg->mod);
+    const char *base = strrchr(file, '/');
+    const char *name = base ? base + 1 : file;
+    size_t dirlen = base ? (size_t)(base - file) : 1;
+    const char *dir = base ? file : ".";
+    cg->di_file = LLVMDIBuilderCreateFile(cg->di, name, strlen(name), dir, dirlen);
+    LLVMDIBuilderCreateCompileUnit(cg->di, LLVMDWARFSourceLanguageC, cg->di_file, "tilec", 5, 1, "", 0, 0, "", 0,
+                                   LLVMDWARFEmissionLineTablesOnly, 0, 0, 0, "", 0, "", 0);
+    LLVMMetadataRef sty = LLVMDIBuilderCreateSubroutineType(cg->di, cg->di_file, NULL, 0, LLVMDIFlagZero);
+    const char *fname = LLVMGetValueName(cg->fn);
+    cg->di_sp = LLVMDIBuilderCreateFunction(cg->di, cg->di_file, fname, strlen(fname), fname, strlen(fname),
+                                            cg->di_file, cg->f->loc.line, sty, 0, 1, cg->f->loc.line,
+                                            LLVMDIFlagZero, 1);
+    LLVMSetSubprogram(cg->fn, cg->di_sp);
+    LLVMValueRef ver[3] = {LLVMConstInt(cg->i32, 2, 0), LLVMMDStringInContext(cg->ctx, "Debug Info Version", 18),
+                           LLVMConstInt(cg->i32, LLVMDebugMetadataVersion(), 0)};
+    LLVMAddNamedMetadataOperand(cg->mod, "llvm.module.flags", LLVMMDNodeInContext(cg->ctx, ver, 3));
+}
+
+bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod, Arena *scratch, uint32_t *smem_bytes,
+                   Diag *d)
+{
+    Cg cgs, *cg = &cgs;
+    memset(cg, 0, sizeof *cg);
+    cg->f = f;
+    cg->target = t;
+    cg->d = d;
+    cg->scratch = scratch;
+    cg->ctx = llvm_ctx;
+    cg->mod = llvm_mod;
+    cg->warps = f->warps ? f->warps : 4;
+    init_types(cg);
+    cg->vals = ARENA_ARRAY(scratch, CgVal, f->nvals);
+
+    /* 1. the signature: views expand to pointer, shape[N], stride[N] */
+    LLVMTypeRef *pt = NULL;
+    uint32_t np = 0, pcap = 0;
+    for (uint32_t i = 0; i < f->nparams; i++) {
+        IrType ty = f->params[i].ty;
+        if (ty.kind == TY_VIEW) {
+            VEC_PUSH(pt, np, pcap, cg->gptr);
+            for (int k = 0; k < 2 * ty.rank; k++) VEC_PUSH(pt, np, pcap, cg->i64);
+        } else {
+            VEC_PUSH(pt, np, pcap, cg_elem_type(cg, ty));
+        }
+    }
+    LLVMTypeRef fty = LLVMFunctionType(cg->vd, pt, np, 0);
+    free(pt);
+    cg->fn = LLVMAddFunction(cg->mod, f->name, fty);
+    LLVMSetFunctionCallConv(cg->fn, 71 /* PTX_Kernel */);
+    add_annotation(cg, "kernel", 1);
+    add_annotation(cg, "maxntidx", 32 * cg->warps);
+    cg->b = LLVMCreateBuilderInContext(cg->ctx);
+    if (t->lineinfo) init_debug(cg, f->mod->file);
+    LLVMPositionBuilderAtEnd(cg->b, LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "entry"));
+    set_loc(cg, f->loc);
+
+    /* 2. thread indices and the shared-memory scratch area */
+    cg->tid = sreg(cg, "llvm.nvvm.read.ptx.sreg.tid.x");
+    cg->lane = LLVMBuildAnd(cg->b, cg->tid, LLVMConstInt(cg->i32, 31, 0), "lane");
+    cg->warp = LLVMBuildLShr(cg->b, cg->tid, LLVMConstInt(cg->i32, 5, 0), "warp");
+    LLVMValueRef sm = LLVMGetNamedGlobal(cg->mod, "__tilec_smem");
+    if (!sm) {
+        sm = LLVMAddGlobalInAddressSpace(cg->mod, LLVMArrayType(cg->i8, 0), "__tilec_smem", 3);
+        LLVMSetLinkage(sm, LLVMExternalLinkage);
+        LLVMSetAlignment(sm, 128);
+    }
+    cg->smem = sm;
+
+    /* parameters */
+    IrBlock *body = ir_blk(f, f->body);
+    unsigned pi = 0;
+    for (uint32_t i = 0; i < f->nparams; i++) {
+        IrType ty = f->params[i].ty;
+        CgVal *cv = &cg->vals[body->args[i]];
+        if (ty.kind == TY_VIEW) {
+            cv->ptr = LLVMGetParam(cg->fn, pi++);
+            for (int k = 0; k < ty.rank; k++) cv->shape[k] = LLVMGetParam(cg->fn, pi++);
+            for (int k = 0; k < ty.rank; k++) cv->stride[k] = LLVMGetParam(cg->fn, pi++);
+        } else {
+            LLVMValueRef p = LLVMGetParam(cg->fn, pi++);
+            cg_define(cg, body->args[i], &p, 1);
+        }
+    }
+
+    /* 3. the body */
+    uint32_t term = lower_block(cg, f->body);
+    if (term != UINT32_MAX) LLVMBuildRetVoid(cg->b);
+    LLVMDisposeBuilder(cg->b);
+    if (cg->di) {
+        LLVMDIBuilderFinalize(cg->di);
+        LLVMDisposeDIBuilder(cg->di);
+    }
+    *smem_bytes = cg->smem_bytes;
+    return !cg->failed;
+}

@@ -1,0 +1,104 @@
+/* lower_int.h: what the lowering files of codegen/ share (private).
+ *
+ * Each IR value becomes a CgVal:
+ *   - a tile of layout L: one LLVM value per register of L (1 << L.nbits[REG]);
+ *     register r of a thread holds the element layout_apply(L, r, lane, warp).
+ *     Registers that replicate share one LLVMValueRef.
+ *   - a scalar (rank-0 tile): one value, the same in every thread;
+ *   - a view (tensor<T, N>): its base pointer, shape[N] and stride[N] (i64).
+ * Layouts come from the layout pass (f->val_layout); each op's lowering hook
+ * (one per opcode, generated from ir/ops.def) reads its operands in the layouts
+ * the pass chose and defines its results.
+ */
+#ifndef TILEC_CG_LOWER_INT_H
+#define TILEC_CG_LOWER_INT_H
+
+#include <llvm-c/Core.h>
+#include <llvm-c/DebugInfo.h>
+
+#include "../ir/ir.h"
+#include "../ir/layout.h"
+#include "cg.h"
+
+typedef struct CgVal {
+    LLVMValueRef *regs;          /* tiles and scalars: nregs values */
+    uint32_t nregs;
+    const Layout *L;             /* NULL for scalars and views */
+    LLVMValueRef ptr;            /* views: base pointer */
+    LLVMValueRef shape[IR_MAXRANK], stride[IR_MAXRANK];
+} CgVal;
+
+typedef struct Cg {
+    IrFunc *f;
+    const CgTarget *target;
+    Diag *d;
+    Arena *scratch;              /* wiped after the function is lowered */
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMValueRef fn;
+    LLVMDIBuilderRef di;
+    LLVMMetadataRef di_file, di_sp;
+    CgVal *vals;                 /* indexed by IrVal */
+    int warps;
+    LLVMValueRef tid, lane, warp; /* i32, computed in the entry block */
+    LLVMValueRef smem;           /* the dynamic shared-memory array (addrspace 3) */
+    uint32_t smem_bytes;         /* scratch shared memory the function needs */
+    bool failed;                 /* a user-facing error was reported */
+    /* common types */
+    LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, f64, vd, gptr, sptr;
+} Cg;
+
+typedef void (*CgHook)(Cg *cg, uint32_t opid, IrOp *op);
+
+/* lower.c */
+LLVMTypeRef cg_elem_type(Cg *cg, IrType t);          /* of one element (pointer tiles: ptr addrspace(1)) */
+LLVMTypeRef cg_dtype(Cg *cg, DType dt);
+const Layout *cg_layout(Cg *cg, IrVal v);             /* NULL for scalars and views */
+CgVal *cg_val(Cg *cg, IrVal v);
+/* Defines v with registers regs[0..n) (copied into the scratch arena). */
+void cg_define(Cg *cg, IrVal v, LLVMValueRef *regs, uint32_t n);
+/* Register r of v (a scalar: its one value, whatever r). */
+LLVMValueRef cg_reg(Cg *cg, IrVal v, uint32_t r);
+LLVMValueRef cg_call_intrinsic(Cg *cg, const char *name, LLVMTypeRef ret, LLVMValueRef *args, unsigned n);
+LLVMValueRef cg_inline_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *constraints,
+                           LLVMValueRef *args, unsigned n, bool side_effects);
+LLVMValueRef cg_const_int(Cg *cg, LLVMTypeRef t, int64_t v);
+/* The part of the flat index that lane and warp contribute (i32, per layout). */
+LLVMValueRef cg_thread_offset(Cg *cg, const Layout *L);
+/* Coordinate of dim k held in register r (i32). */
+LLVMValueRef cg_coord(Cg *cg, const Layout *L, LLVMValueRef thread_off, uint32_t r, int k);
+void cg_barrier(Cg *cg);
+/* A pointer to byte `off` of the shared scratch area (reserving `bytes` bytes from 0). */
+LLVMValueRef cg_smem(Cg *cg, uint32_t bytes);
+
+/* lower.c: v's registers in layout L: rematerialised when v is made of
+ * splats/aranges/pure elementwise ops, else moved through shared memory. */
+void cg_value_as(Cg *cg, IrVal v, const Layout *L, LLVMValueRef *out);
+
+/* convert.c: element movement through shared memory, and dtype conversion */
+void cg_convert_layout(Cg *cg, IrVal v, const Layout *to, LLVMValueRef *out);
+/* x's elements re-read for a result of layout `to` whose flat-index bits
+ * outside `keep` are broadcast (keep all-ones: the same element order). */
+void cg_convert_layout_bcast(Cg *cg, IrVal x, const Layout *to, uint32_t keep, LLVMValueRef *out);
+void cg_transpose(Cg *cg, IrVal x, const int32_t *perm, const Layout *to, LLVMValueRef *out);
+/* Stores each element of tile x this thread uniquely owns (replicated copies
+ * skipped, so no two threads write one address) at base[elem_off + flat index]
+ * as type st; to_f32 widens the value first.  No barrier. */
+void cg_smem_store_unique(Cg *cg, IrVal x, LLVMValueRef base, LLVMTypeRef st, uint32_t elem_off, bool to_f32);
+LLVMValueRef cg_cast(Cg *cg, LLVMValueRef x, DType from, bool from_ptr, DType to, bool to_ptr);
+
+/* lower_math.c: exp exp2 log log2 sqrt rsqrt sigmoid tanh erf fabs floor ceil
+ * of one float register of dtype dt (f16/bf16 computed in f32 and rounded). */
+LLVMValueRef cg_math_unary(Cg *cg, const char *fn, DType dt, LLVMValueRef x);
+
+/* lower.c: the kernel entry (used by compile.c) */
+bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod, Arena *scratch,
+                   uint32_t *smem_bytes, Diag *d);
+
+/* Hooks, one per opcode (defined across lower_*.c). */
+#define OP(id, name, mino, maxo, nres, nreg, flags) void cg_lower_##id(Cg *cg, uint32_t opid, IrOp *op);
+#include "../ir/ops.def"
+#undef OP
+
+#endif

@@ -1,0 +1,305 @@
+/* meta_emit.c: IrFunc -> kernel metadata (format and grid code: runtime/meta.h).
+ *
+ * 1. For each kernel: symbol, source name, arch, warps, shared memory,
+ *    parameters (scalar / ptr / tensor, dtype, rank) and specialization values.
+ * 2. Its grid block, if any, becomes stack code: each value the YIELD returns
+ *    is emitted as an expression tree, depth first (operands before the op).
+ *    Block arguments are parameters (ARG, or the tensor of VIEW_SHAPE/STRIDE);
+ *    ops on unsigned types use the unsigned opcodes; every op whose type is
+ *    narrower than 64 bits is followed by WRAP, so the host computes exactly
+ *    what the IR means (i32 arithmetic wraps at 32 bits).
+ * 3. The serialization (and the same checks a reader makes) is the runtime's
+ *    own writer, tilert_meta_write: one definition of the format.
+ */
+#include "meta_emit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/meta.h"
+
+_Static_assert(IR_MAXRANK <= TILERT_MAX_RANK, "runtime tensors must hold every IR view rank");
+
+static tilert_dtype rt_dtype(DType t)
+{
+    switch (t) {
+    case DT_I1: return TILERT_I1;
+    case DT_I8: return TILERT_I8;
+    case DT_I16: return TILERT_I16;
+    case DT_I32: return TILERT_I32;
+    case DT_I64: return TILERT_I64;
+    case DT_U8: return TILERT_U8;
+    case DT_U16: return TILERT_U16;
+    case DT_U32: return TILERT_U32;
+    case DT_U64: return TILERT_U64;
+    case DT_F8E4M3: return TILERT_F8E4M3;
+    case DT_F8E5M2: return TILERT_F8E5M2;
+    case DT_F16: return TILERT_F16;
+    case DT_BF16: return TILERT_BF16;
+    case DT_F32: return TILERT_F32;
+    case DT_F64: return TILERT_F64;
+    case DT_COUNT: break;
+    }
+    tl_fatal("codegen:meta", "no runtime dtype for IR dtype %d", (int)t);
+}
+
+/* ---- grid code ------------------------------------------------------------- */
+
+#define GRID_MAX_DEPTH 64
+
+typedef struct GridEmit {
+    const IrFunc *f;
+    uint8_t *code;
+    uint32_t len, cap;
+    Diag *d;
+    bool ok;
+} GridEmit;
+
+static void put(GridEmit *g, uint8_t b)
+{
+    if (g->len == 0xFFFF) {
+        if (g->ok) diag_error(g->d, g->f->loc, "the grid expression of '%s' is too large (over 65535 bytes of code)",
+                              g->f->source_name);
+        g->ok = false;
+        return;
+    }
+    VEC_PUSH(g->code, g->len, g->cap, b);
+}
+
+static void put_i64(GridEmit *g, int64_t v)
+{
+    for (int i = 0; i < 8; i++) put(g, (uint8_t)((uint64_t)v >> (8 * i)));
+}
+
+static bool grid_scalar_int(GridEmit *g, IrType t, SrcLoc loc, const char *what)
+{
+    if (t.kind == TY_TILE && t.rank == 0 && !t.isptr && dt_is_int((DType)t.dt)) return true;
+    StrBuf b = {0};
+    ir_ty_print(&b, t);
+    diag_error(g->d, loc, "the grid of '%s' uses %s of type %s: grid expressions compute on integer scalars only",
+               g->f->source_name, what, b.s ? b.s : "?");
+    sb_free(&b);
+    g->ok = false;
+    return false;
+}
+
+static void wrap_to(GridEmit *g, DType dt)
+{
+    if (dt_bits[dt] >= 64) return;
+    put(g, TILERT_GOP_WRAP);
+    put(g, (uint8_t)rt_dtype(dt));
+}
+
+/* The parameter index of grid block argument v (or -1 with an error). */
+static int grid_param(GridEmit *g, IrVal v, SrcLoc loc)
+{
+    const IrValue *val = &g->f->vals[v];
+    if (!val->is_arg || val->def != g->f->grid) {
+        diag_error(g->d, loc, "the grid of '%s' reads a value defined outside its grid block", g->f->source_name);
+        g->ok = false;
+        return -1;
+    }
+    if (val->idx > 255) {
+        diag_error(g->d, loc, "the grid of '%s' reads parameter %u; grid code reaches the first 256 parameters only",
+                   g->f->source_name, val->idx);
+        g->ok = false;
+        return -1;
+    }
+    return (int)val->idx;
+}
+
+static void emit_val(GridEmit *g, IrVal v, int depth)
+{
+    const IrFunc *f = g->f;
+    if (!g->ok) return;
+    if (depth > GRID_MAX_DEPTH) {
+        diag_error(g->d, f->loc, "the grid expression of '%s' is nested deeper than %d", f->source_name, GRID_MAX_DEPTH);
+        g->ok = false;
+        return;
+    }
+    const IrValue *val = &f->vals[v];
+    if (val->is_arg) {
+        int p = grid_param(g, v, f->loc);
+        if (p < 0) return;
+        char what[200];
+        snprintf(what, sizeof what, "parameter '%s'", f->params[p].name);
+        if (!grid_scalar_int(g, val->ty, f->loc, what)) return;
+        put(g, TILERT_GOP_ARG);
+        put(g, (uint8_t)p);
+        return;
+    }
+    const IrOp *op = &f->ops[val->def];
+    IrType ty = val->ty;
+    char what[64];
+    snprintf(what, sizeof what, "'%s'", ir_opinfo[op->opc].name);
+    if (!grid_scalar_int(g, ty, op->loc, what)) return;
+    DType dt = (DType)ty.dt;
+    bool uns = dt_is_unsigned(dt);
+    switch ((IrOpcode)op->opc) {
+    case IR_CONST:
+        put(g, TILERT_GOP_PUSH);
+        put_i64(g, tilert_meta_wrap(op->attr.i, rt_dtype(dt)));
+        return;
+    case IR_VIEW_SHAPE:
+    case IR_VIEW_STRIDE: {
+        IrVal view = f->opnds[op->opnd];
+        int p = grid_param(g, view, op->loc);
+        if (p < 0) return;
+        IrType vt = f->vals[view].ty;
+        if (vt.kind != TY_VIEW || op->attr.i < 0 || op->attr.i >= vt.rank) {
+            diag_error(g->d, op->loc, "the grid of '%s' reads %s[%lld] of '%s', which is not a tensor of that rank",
+                       f->source_name, op->opc == IR_VIEW_SHAPE ? "shape" : "stride", (long long)op->attr.i,
+                       f->params[p].name);
+            g->ok = false;
+            return;
+        }
+        put(g, op->opc == IR_VIEW_SHAPE ? TILERT_GOP_SHAPE : TILERT_GOP_STRIDE);
+        put(g, (uint8_t)p);
+        put(g, (uint8_t)op->attr.i);
+        wrap_to(g, dt);
+        return;
+    }
+    case IR_CAST: {
+        IrVal x = f->opnds[op->opnd];
+        if (!grid_scalar_int(g, f->vals[x].ty, op->loc, "a cast from a non-integer")) return;
+        emit_val(g, x, depth + 1);
+        wrap_to(g, dt);
+        return;
+    }
+    case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_REM: case IR_MIN: case IR_MAX: {
+        emit_val(g, f->opnds[op->opnd], depth + 1);
+        emit_val(g, f->opnds[op->opnd + 1], depth + 1);
+        uint8_t code;
+        switch ((IrOpcode)op->opc) {
+        case IR_ADD: code = TILERT_GOP_ADD; break;
+        case IR_SUB: code = TILERT_GOP_SUB; break;
+        case IR_MUL: code = TILERT_GOP_MUL; break;
+        case IR_DIV: code = uns ? TILERT_GOP_DIVU : TILERT_GOP_DIV; break;
+        case IR_REM: code = uns ? TILERT_GOP_REMU : TILERT_GOP_REM; break;
+        case IR_MIN: code = uns ? TILERT_GOP_MINU : TILERT_GOP_MIN; break;
+        default: code = uns ? TILERT_GOP_MAXU : TILERT_GOP_MAX; break;
+        }
+        put(g, code);
+        wrap_to(g, dt);
+        return;
+    }
+    default:
+        diag_error(g->d, op->loc,
+                   "the grid of '%s' uses '%s', which the launcher cannot compute on the host "
+                   "(grid expressions may use constants, parameters, .shape, .stride, + - * / %%, min, max and casts)",
+                   f->source_name, ir_opinfo[op->opc].name);
+        g->ok = false;
+        return;
+    }
+}
+
+/* Fills k's grid fields; code in the arena. */
+static bool emit_grid(const IrFunc *f, Arena *a, tilert_meta_kernel *k, Diag *d)
+{
+    if (!f->grid) return true;
+    const IrBlock *blk = &f->blocks[f->grid];
+    const IrOp *term = blk->nops ? &f->ops[blk->ops[blk->nops - 1]] : NULL;
+    if (!term || term->opc != IR_YIELD || term->nopnd < 1 || term->nopnd > 3) {
+        diag_error(d, term ? term->loc : f->loc, "the grid block of '%s' must end in a yield of 1 to 3 values",
+                   f->source_name);
+        return false;
+    }
+    GridEmit g = {f, NULL, 0, 0, d, true};
+    for (uint32_t i = 0; i < term->nopnd; i++) emit_val(&g, f->opnds[term->opnd + i], 0);
+    if (g.ok) {
+        uint8_t *code = arena_alloc(a, g.len ? g.len : 1);
+        if (g.len) memcpy(code, g.code, g.len);
+        k->code = code;
+        k->code_len = g.len;
+        k->grid_rank = (uint8_t)term->nopnd;
+    }
+    free(g.code);
+    return g.ok;
+}
+
+/* ---- kernels ------------------------------------------------------------------- */
+
+bool cg_meta_build(const IrFunc *const *kernels, const CgKernelFacts *facts, uint32_t n, const char *arch, Arena *a,
+                   CgMeta *out, Diag *d)
+{
+    out->data = NULL;
+    out->len = 0;
+    uint16_t sm;
+    uint8_t arch_flags;
+    if (!tilert_meta_parse_arch(arch, &sm, &arch_flags)) {
+        diag_error_noloc(d, "unknown GPU arch '%s' (expected sm_80, sm_89, sm_90 or sm_90a)", arch ? arch : "");
+        return false;
+    }
+    if (n == 0) {
+        diag_error_noloc(d, "no kernels to describe");
+        return false;
+    }
+    tilert_meta_kernel *ks = ARENA_ARRAY(a, tilert_meta_kernel, n);
+    bool ok = true;
+    for (uint32_t i = 0; i < n; i++) {
+        const IrFunc *f = kernels[i];
+        tilert_meta_kernel *k = &ks[i];
+        k->symbol = f->name;
+        k->source_name = f->source_name;
+        k->sm = sm;
+        k->arch_flags = arch_flags;
+        int warps = facts ? facts[i].warps : f->warps;
+        if (warps < 1 || warps > TILERT_META_MAX_WARPS) {
+            diag_error(d, f->loc, "kernel '%s' has %d warps per program (1..%d)", f->source_name, warps,
+                       TILERT_META_MAX_WARPS);
+            ok = false;
+            continue;
+        }
+        k->warps = (uint16_t)warps;
+        k->smem_static = facts ? facts[i].smem_static : 0;
+        k->smem_dynamic = facts ? facts[i].smem_dynamic : 0;
+        tilert_meta_param *ps = ARENA_ARRAY(a, tilert_meta_param, f->nparams ? f->nparams : 1);
+        for (uint32_t p = 0; p < f->nparams; p++) {
+            IrType t = f->params[p].ty;
+            ps[p].name = f->params[p].name;
+            ps[p].dtype = (uint8_t)rt_dtype((DType)t.dt);
+            if (t.kind == TY_VIEW) {
+                ps[p].kind = TILERT_PARAM_TENSOR;
+                ps[p].rank = t.rank;
+            } else if (t.kind == TY_TILE && t.rank == 0) {
+                ps[p].kind = t.isptr ? TILERT_PARAM_PTR : TILERT_PARAM_SCALAR;
+            } else {
+                StrBuf b = {0};
+                ir_ty_print(&b, t);
+                diag_error(d, f->loc, "kernel '%s', parameter '%s': a kernel cannot take a %s", f->source_name,
+                           f->params[p].name, b.s ? b.s : "?");
+                sb_free(&b);
+                ok = false;
+            }
+        }
+        k->params = ps;
+        k->nparams = f->nparams;
+        tilert_meta_spec *ss = ARENA_ARRAY(a, tilert_meta_spec, f->nspecs ? f->nspecs : 1);
+        for (uint32_t s = 0; s < f->nspecs; s++) ss[s] = (tilert_meta_spec){f->specs[s].name, f->specs[s].value};
+        k->specs = ss;
+        k->nspecs = f->nspecs;
+        if (!emit_grid(f, a, k, d)) ok = false;
+    }
+    if (!ok) return false;
+    uint8_t *blob;
+    size_t len;
+    char err[300];
+    if (!tilert_meta_write(ks, n, &blob, &len, err, sizeof err)) {
+        diag_error_noloc(d, "%s", err);
+        return false;
+    }
+    uint8_t *copy = arena_alloc(a, len);
+    memcpy(copy, blob, len);
+    free(blob);
+    out->data = copy;
+    out->len = len;
+    return true;
+}
+
+void cg_meta_ptx(StrBuf *b, const CgMeta *m)
+{
+    sb_printf(b, "\n// tilec kernel metadata (format: runtime/meta.h), read on the host by libtilert\n");
+    sb_printf(b, ".visible .global .align 8 .b8 %s[%zu] = {", TILERT_META_SYMBOL, m->len);
+    for (size_t i = 0; i < m->len; i++) sb_printf(b, "%s%s%u", i ? "," : "", i % 24 == 0 ? "\n    " : " ", m->data[i]);
+    sb_printf(b, "\n};\n");
+}

@@ -1,0 +1,274 @@
+/* lower.c: fe_lower, the AST -> tile IR entry point.
+ *
+ * Algorithm:
+ *   1. declare the globals in source order: `const`s are evaluated at once
+ *      (each sees the ones before it), `fn`s and kernels are declared for
+ *      lookup and redeclaration checks;
+ *   2. for each kernel (or only opts->kernel): give every compile-time parameter
+ *      its value (a -D, else its default, else an error naming it), which fixes
+ *      the specialization and its symbol (KERNEL__P_64__T_f16);
+ *   3. create the IrFunc: specs, parameters, warps, the grid block (its
+ *      arguments mirror the parameters; it yields 1 to 3 integer scalars);
+ *   4. lower the body (lower_stmt.c) and end it with RETURN;
+ *   5. report -D options that named no parameter of a lowered kernel.
+ * Compile-time evaluation outside a kernel body (consts, parameter defaults)
+ * runs against a scratch function whose IR is thrown away: only weak values
+ * survive it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower_int.h"
+
+static void declare_globals(Lower *L)
+{
+    for (uint32_t k = 0; k < L->ast->ndecls; k++) {
+        const AstNode *g = L->ast->decls[k];
+        if (g->kind == AST_CONST) {
+            LVal v = fe_expr(L, g->a);
+            if (v.kind != LV_ERR && v.kind != LV_INT && v.kind != LV_FLOAT) {
+                diag_error(L->d, g->a->loc, "const '%s' must be a compile-time value, got %s", g->name,
+                           sema_lv_str(L, &v));
+                v = fe_err();
+            }
+            sema_declare(L, g->name, BIND_CONST, g->loc, v, g);
+            continue;
+        }
+        bool is_builtin = false;
+        for (size_t j = 0; j < fe_nbuiltin_names; j++) is_builtin |= strcmp(fe_builtin_names[j], g->name) == 0;
+        if (g->kind == AST_FN && is_builtin) {
+            diag_error(L->d, g->loc, "fn '%s' has the name of a builtin", g->name);
+            continue;
+        }
+        sema_declare(L, g->name, g->kind == AST_FN ? BIND_FN : BIND_KERNEL, g->loc, fe_void(), g);
+    }
+    L->nglobal = L->nbinds;
+    L->frame = L->nbinds;
+}
+
+static const FeDefine *find_define(const FeOptions *o, const char *name, bool *used)
+{
+    const FeDefine *found = NULL;
+    for (uint32_t k = 0; k < o->ndefines; k++)
+        if (strcmp(o->defines[k].name, name) == 0) {
+            found = &o->defines[k];     /* the last one wins, as with a C compiler */
+            used[k] = true;
+        }
+    return found;
+}
+
+/* The value of one compile-time parameter; appends to the symbol name. */
+static LVal cparam_value(Lower *L, const AstNode *kn, const AstCParam *cp, bool *used, StrBuf *sym, StrBuf *text)
+{
+    const FeDefine *def = find_define(L->opts, cp->name, used);
+    int64_t i = 0;
+    DType dt = DT_F32;
+    if (def) {
+        DefKind dk = sema_parse_define(def->value, &i, &dt);
+        if (dk == DEF_BAD) {
+            diag_error_noloc(L->d, "-D %s=%s: expected an integer expression or a type name", def->name, def->value);
+            return fe_err();
+        }
+        if ((dk == DEF_TYPE) != cp->is_type) {
+            diag_error_noloc(L->d, "-D %s=%s: '%s' is %s parameter of kernel '%s'", def->name, def->value, cp->name,
+                             cp->is_type ? "a type" : "an int", kn->name);
+            return fe_err();
+        }
+    } else if (cp->is_type && cp->def_type) {
+        if (!sema_resolve_dtype(L, cp->def_type, &dt)) return fe_err();
+    } else if (!cp->is_type && cp->def_expr) {
+        if (!fe_const_int(L, cp->def_expr, "the default of an int parameter", &i)) return fe_err();
+    } else {
+        diag_error(L->d, cp->loc, "compile-time parameter '%s' of kernel '%s' has no default and no -D %s=...",
+                   cp->name, kn->name, cp->name);
+        return fe_err();
+    }
+    if (cp->is_type) {
+        sb_printf(sym, "__%s_%s", cp->name, dt_name[dt]);
+        sb_puts(text, dt_name[dt]);
+        return (LVal){.kind = LV_TYPE, .ty = ir_ty_scalar(dt)};
+    }
+    /* symbols cannot hold '-': a negative value is spelled m5 */
+    sb_printf(sym, "__%s_%s%llu", cp->name, i < 0 ? "m" : "", i < 0 ? 0ull - (unsigned long long)i : (unsigned long long)i);
+    sb_printf(text, "%lld", (long long)i);
+    return fe_weak_int(i);
+}
+
+static void lower_grid(Lower *L, const AstNode *kn, IrFunc *f, const uint32_t *param_bind)
+{
+    if (kn->nlist < 1 || kn->nlist > 3) {
+        diag_error(L->d, kn->loc, "grid(...) takes 1 to 3 dimensions, got %u", kn->nlist);
+        return;
+    }
+    IrBlk g = ir_func_make_grid(f);
+    ir_builder_at_end(&L->b, f, g);
+    L->b.loc = kn->loc;
+    for (uint32_t k = 0; k < f->nparams; k++)
+        if (param_bind[k] != UINT32_MAX) L->binds[param_bind[k]].val = fe_val(L, ir_blk(f, g)->args[k]);
+    IrVal dims[3];
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < kn->nlist; k++) {
+        const AstNode *e = kn->list[k];
+        LVal v = fe_expr(L, e);
+        if (v.kind == LV_INT) v = fe_materialize(L, v, e->loc);
+        if (v.kind == LV_ERR) continue;
+        if (v.kind != LV_VAL || v.ty.kind != TY_TILE || v.ty.rank != 0 || v.ty.isptr || dt_is_float((DType)v.ty.dt)) {
+            diag_error(L->d, e->loc, "grid dimension %u must be an integer scalar, got %s", k, sema_lv_str(L, &v));
+            continue;
+        }
+        dims[n++] = v.v;
+    }
+    L->b.loc = kn->loc;
+    ir_build(&L->b, IR_YIELD, dims, n, NULL, 0, NULL);
+    for (uint32_t k = 0; k < f->nparams; k++)
+        if (param_bind[k] != UINT32_MAX) L->binds[param_bind[k]].val = fe_val(L, ir_blk(f, f->body)->args[k]);
+}
+
+static void lower_kernel(Lower *L, const AstNode *kn, bool *used, IrFunc *scratch)
+{
+    uint32_t base = L->nbinds;
+    uint32_t token = sema_scope_push(L);
+    StrBuf sym = {0};
+    sb_puts(&sym, kn->name);
+    char **spec_text = tl_xcalloc(kn->ncparams ? kn->ncparams : 1, sizeof(char *));
+    L->f = scratch;
+    ir_builder_at_end(&L->b, scratch, scratch->body);
+    for (uint32_t k = 0; k < kn->ncparams; k++) {
+        StrBuf text = {0};
+        LVal v = cparam_value(L, kn, &kn->cparams[k], used, &sym, &text);
+        spec_text[k] = text.s;
+        sema_declare(L, kn->cparams[k].name, BIND_CPARAM, kn->cparams[k].loc, v, kn);
+    }
+    IrFunc *f = ir_func_new(L->mod, sym.s, kn->name, kn->loc);
+    for (uint32_t k = 0; k < kn->ncparams; k++) {
+        if (spec_text[k]) ir_func_add_spec(f, kn->cparams[k].name, spec_text[k]);
+        free(spec_text[k]);
+    }
+    free(spec_text);
+    sb_free(&sym);
+    L->f = f;
+    ir_builder_at_end(&L->b, f, f->body);
+    L->b.loc = kn->loc;
+    uint32_t *param_bind = tl_xcalloc(kn->nparams ? kn->nparams : 1, sizeof(uint32_t));
+    uint32_t nparam = 0;
+    for (uint32_t k = 0; k < kn->nparams; k++) {
+        const AstParam *p = &kn->params[k];
+        IrType t;
+        LVal v = fe_err();
+        if (!p->type) {
+            diag_error(L->d, p->loc, "kernel parameter '%s' needs a type", p->name);
+        } else if (sema_resolve_type(L, p->type, &t)) {
+            if (t.kind == TY_TILE && t.rank != 0) {
+                diag_error(L->d, p->type->loc, "kernel parameter '%s' must be a scalar, a pointer or a tensor view, not %s",
+                           p->name, sema_ty_str(L, t));
+            } else {
+                v = fe_val(L, ir_func_add_param(f, p->name, t));
+            }
+        }
+        uint32_t b = sema_declare(L, p->name, BIND_PARAM, p->loc, v, kn);
+        if (v.kind == LV_VAL) param_bind[nparam++] = b;
+    }
+    if (kn->warps) {
+        int64_t w;
+        if (fe_const_int(L, kn->warps, "the number of warps", &w)) {
+            if (!sema_is_pow2(w) || w > 32)
+                diag_error(L->d, kn->warps->loc, "warps(%lld): the number of warps must be a power of two from 1 to 32",
+                           (long long)w);
+            else f->warps = (int)w;
+        }
+    }
+    if (kn->has_grid) lower_grid(L, kn, f, param_bind);
+    free(param_bind);
+    ir_builder_at_end(&L->b, f, f->body);
+    L->b.loc = kn->loc;
+    fe_stmts(L, kn->body, kn->nbody);
+    L->b.loc = kn->loc;
+    ir_build(&L->b, IR_RETURN, NULL, 0, NULL, 0, NULL);
+    sema_scope_pop(L, token);
+    L->nbinds = base;
+    L->f = NULL;
+}
+
+/* Reports every -D that named no compile-time parameter of a lowered kernel. */
+static void report_unused(Lower *L, const bool *used, const bool *lowered)
+{
+    const FeOptions *o = L->opts;
+    uint32_t n = 0, cap = 0;
+    const char **cands = NULL;
+    for (uint32_t k = 0; k < L->ast->ndecls; k++) {
+        const AstNode *g = L->ast->decls[k];
+        if (g->kind != AST_KERNEL || !lowered[k]) continue;
+        for (uint32_t j = 0; j < g->ncparams; j++) VEC_PUSH(cands, n, cap, g->cparams[j].name);
+    }
+    for (uint32_t k = 0; k < o->ndefines; k++) {
+        if (used[k]) continue;
+        const AstNode *owner = NULL;
+        for (uint32_t g = 0; g < L->ast->ndecls && !owner; g++) {
+            const AstNode *kn = L->ast->decls[g];
+            for (uint32_t j = 0; kn->kind == AST_KERNEL && j < kn->ncparams; j++)
+                if (strcmp(kn->cparams[j].name, o->defines[k].name) == 0) owner = kn;
+        }
+        if (owner) {
+            diag_error_noloc(L->d, "-D %s: only kernel '%s' has a compile-time parameter named '%s', and it is not compiled",
+                             o->defines[k].name, owner->name, o->defines[k].name);
+            continue;
+        }
+        const char *best = diag_closest(o->defines[k].name, cands, n);
+        if (best)
+            diag_error_noloc(L->d, "-D %s: no kernel has a compile-time parameter named '%s' (did you mean '%s'?)",
+                             o->defines[k].name, o->defines[k].name, best);
+        else
+            diag_error_noloc(L->d, "-D %s: no kernel has a compile-time parameter named '%s'", o->defines[k].name,
+                             o->defines[k].name);
+    }
+    free((void *)cands);
+}
+
+IrModule *fe_lower(const Ast *ast, const FeOptions *opts, Diag *d)
+{
+    static const FeOptions no_opts = {0};
+    Lower L;
+    memset(&L, 0, sizeof L);
+    L.d = d;
+    L.ast = ast;
+    L.opts = opts ? opts : &no_opts;
+    arena_init(&L.arena);
+    int errors_before = d->nerrors;
+    L.mod = ir_module_new(ast->file);
+    IrModule *scratch_mod = ir_module_new(ast->file);
+    IrFunc *scratch = ir_func_new(scratch_mod, "<compile-time>", NULL, (SrcLoc){0, 0});
+    L.f = scratch;
+    ir_builder_at_end(&L.b, scratch, scratch->body);
+    declare_globals(&L);
+    bool *used = tl_xcalloc(L.opts->ndefines ? L.opts->ndefines : 1, sizeof(bool));
+    bool *lowered = tl_xcalloc(ast->ndecls ? ast->ndecls : 1, sizeof(bool));
+    bool any = false;
+    for (uint32_t k = 0; k < ast->ndecls; k++) {
+        const AstNode *g = ast->decls[k];
+        if (g->kind != AST_KERNEL || (L.opts->kernel && strcmp(L.opts->kernel, g->name) != 0)) continue;
+        lower_kernel(&L, g, used, scratch);
+        lowered[k] = any = true;
+    }
+    if (L.opts->kernel && !any) {
+        uint32_t n = 0, cap = 0;
+        const char **names = NULL;
+        for (uint32_t k = 0; k < ast->ndecls; k++)
+            if (ast->decls[k]->kind == AST_KERNEL) VEC_PUSH(names, n, cap, ast->decls[k]->name);
+        const char *best = diag_closest(L.opts->kernel, names, n);
+        if (best) diag_error_noloc(d, "no kernel named '%s' (did you mean '%s'?)", L.opts->kernel, best);
+        else diag_error_noloc(d, "no kernel named '%s'", L.opts->kernel);
+        free((void *)names);
+    }
+    report_unused(&L, used, lowered);
+    free(used);
+    free(lowered);
+    free(L.binds);
+    free((void *)L.active);
+    arena_free(&L.arena);
+    ir_module_free(scratch_mod);
+    if (d->nerrors > errors_before) {
+        ir_module_free(L.mod);
+        return NULL;
+    }
+    return L.mod;
+}

@@ -1,0 +1,295 @@
+/* layout.c: layout assignment (--pass=layout).
+ *
+ * Gives every tile value of rank >= 1 a distributed layout (ir/layout.h) in
+ * f->layouts / f->val_layout.  Scalars and views get none.  Algorithm:
+ *   1. Anchors.  Ops whose layout is dictated by what they do: block loads
+ *      and stores and pointer tiles built from arange/splat take the default
+ *      blocked layout (16-byte vectors along the last dim); DOT results take
+ *      the mma.sync accumulator layout where the shape allows; a reduction's
+ *      result is the slice of its operand's layout (no data moves).
+ *   2. Propagate forward in program order: an elementwise op takes the layout
+ *      of its first operand that is not "free" (a SPLAT, ARANGE or an op made
+ *      only of free values, which codegen rematerialises in any layout at no
+ *      cost); EXPAND_DIMS inserts a zero-bit dim (the flat index does not
+ *      change, so neither do the bases); BROADCAST of a value sliced from a
+ *      layout P of the result's shape takes P back (register renaming).
+ *   3. Resolve loop-carried values to a fixpoint: a FOR/WHILE region argument
+ *      starts with its init's layout; when the yielded value ends up in
+ *      another layout and the init is free, the argument adopts the yielded
+ *      layout and the body is propagated again (at most 4 rounds), so an
+ *      accumulator lives in the mma layout across iterations.
+ *   4. Rewrite: record the table.  Where an operand's layout still differs from
+ *      what its user needs, codegen converts it (rematerialising free values,
+ *      otherwise through shared memory); -v remarks count those conversions.
+ */
+#include "pass.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ir/layout.h"
+
+typedef struct LayoutState {
+    IrFunc *f;
+    int warps;
+    uint32_t *parent;   /* per value: layout index the value's layout was sliced from (0: none) */
+    uint8_t *free_;     /* per value: rematerialisable anywhere */
+} LayoutState;
+
+static uint32_t intern(IrFunc *f, const Layout *L)
+{
+    for (uint32_t i = 1; i < f->nlayouts; i++)
+        if (layout_eq(&f->layouts[i], L)) return i;
+    if (f->nlayouts == 0) {
+        VEC_RESERVE(f->layouts, f->nlayouts, f->layoutcap, 1);
+        memset(&f->layouts[0], 0, sizeof f->layouts[0]);
+        f->nlayouts = 1;
+    }
+    VEC_PUSH(f->layouts, f->nlayouts, f->layoutcap, *L);
+    return f->nlayouts - 1;
+}
+
+static bool is_tile(IrFunc *f, IrVal v)
+{
+    IrType t = ir_vty(f, v);
+    return t.kind == TY_TILE && t.rank > 0;
+}
+
+static void set(LayoutState *s, IrVal v, const Layout *L)
+{
+    if (is_tile(s->f, v)) s->f->val_layout[v] = intern(s->f, L);
+}
+
+static void set_default(LayoutState *s, IrVal v)
+{
+    if (!is_tile(s->f, v)) return;
+    Layout L = layout_default(ir_vty(s->f, v), s->warps);
+    set(s, v, &L);
+}
+
+static const Layout *get(LayoutState *s, IrVal v)
+{
+    uint32_t i = s->f->val_layout[v];
+    return i ? &s->f->layouts[i] : NULL;
+}
+
+/* Inserts a zero-bit dim at `axis`: bases are unchanged, the dims shift. */
+static Layout insert_dim(const Layout *L, int axis)
+{
+    Layout R = *L;
+    R.rank = L->rank + 1;
+    for (int d = R.rank - 1; d > axis; d--) R.dimbits[d] = L->dimbits[d - 1];
+    R.dimbits[axis] = 0;
+    return R;
+}
+
+static bool shape_matches(const Layout *L, IrType t)
+{
+    if (L->rank != t.rank) return false;
+    for (int d = 0; d < t.rank; d++)
+        if ((1 << L->dimbits[d]) != t.dims[d]) return false;
+    return true;
+}
+
+static void assign_block(LayoutState *s, IrBlk b);
+
+/* The region arguments args[0..n) of a loop get the layouts of `from` (inits,
+ * or yielded values on a later round). */
+static bool seed_args(LayoutState *s, const IrVal *args, const IrVal *from, uint32_t n, bool only_free)
+{
+    bool changed = false;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!is_tile(s->f, args[i])) continue;
+        const Layout *L = get(s, from[i]);
+        if (!L) continue;
+        if (only_free && !s->free_[args[i]]) continue;
+        uint32_t li = intern(s->f, L);
+        if (s->f->val_layout[args[i]] != li) {
+            s->f->val_layout[args[i]] = li;
+            s->parent[args[i]] = s->parent[from[i]];
+            changed = true;
+        }
+        s->free_[args[i]] = 0;
+    }
+    return changed;
+}
+
+static void assign_loop(LayoutState *s, IrOp *op, IrBlk body, const IrVal *args, const IrVal *inits, uint32_t n)
+{
+    IrFunc *f = s->f;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!is_tile(f, args[i])) continue;
+        f->val_layout[args[i]] = f->val_layout[inits[i]];
+        s->parent[args[i]] = s->parent[inits[i]];
+        s->free_[args[i]] = s->free_[inits[i]];
+    }
+    for (int round = 0; round < 4; round++) {
+        assign_block(s, body);
+        IrBlock *B = ir_blk(f, body);
+        IrOp *y = ir_op(f, B->ops[B->nops - 1]);
+        const IrVal *yv = &f->opnds[y->opnd + (y->opc == IR_CONDITION ? 1 : 0)];
+        if (!seed_args(s, args, yv, n, true)) break;
+    }
+    (void)op;
+}
+
+static void assign_op(LayoutState *s, IrOp *op)
+{
+    IrFunc *f = s->f;
+    IrVal r0 = op->nres ? ir_res(op, 0) : IR_NONE;
+    const IrOpInfo *info = &ir_opinfo[op->opc];
+    switch ((IrOpcode)op->opc) {
+    case IR_SPLAT:
+    case IR_ARANGE:
+    case IR_CONST:
+        set_default(s, r0);
+        s->free_[r0] = 1;
+        return;
+    case IR_REDUCE_SUM: case IR_REDUCE_MAX: case IR_REDUCE_MIN: case IR_ARGMAX: case IR_ARGMIN: {
+        IrVal x = ir_opnd(f, op, 0);
+        const Layout *L = get(s, x);
+        if (!is_tile(f, r0) || !L) return;
+        Layout S = layout_slice(L, (int)op->attr.i);
+        set(s, r0, &S);
+        s->parent[r0] = f->val_layout[x];
+        return;
+    }
+    case IR_EXPAND_DIMS: {
+        IrVal x = ir_opnd(f, op, 0);
+        const Layout *L = get(s, x);
+        if (!L) { set_default(s, r0); s->free_[r0] = s->free_[x]; return; }
+        Layout R = insert_dim(L, (int)op->attr.i);
+        set(s, r0, &R);
+        s->parent[r0] = s->parent[x];
+        s->free_[r0] = s->free_[x];
+        return;
+    }
+    case IR_BROADCAST: {
+        IrVal x = ir_opnd(f, op, 0);
+        uint32_t p = s->parent[x];
+        if (p && shape_matches(&f->layouts[p], ir_vty(f, r0))) {
+            Layout P = f->layouts[p];
+            set(s, r0, &P);
+        } else {
+            set_default(s, r0);
+        }
+        s->free_[r0] = s->free_[x];
+        return;
+    }
+    case IR_DOT: {
+        IrType t = ir_vty(f, r0);
+        int wm = s->warps >= 4 ? s->warps / 2 : s->warps, wn = s->warps / wm;
+        if (t.dims[0] % (16 * wm) == 0 && t.dims[1] % (8 * wn) == 0) {
+            Layout L = layout_mma_acc(t, wm, wn);
+            set(s, r0, &L);
+        } else {
+            set_default(s, r0);
+        }
+        return;
+    }
+    case IR_FOR: {
+        IrBlock *B = ir_blk(f, op->region[0]);
+        uint32_t n = op->nres;
+        assign_loop(s, op, op->region[0], &B->args[1], &f->opnds[op->opnd + 3], n);
+        for (uint32_t i = 0; i < n; i++) {
+            if (!is_tile(f, ir_res(op, i))) continue;
+            f->val_layout[ir_res(op, i)] = f->val_layout[B->args[1 + i]];
+            s->parent[ir_res(op, i)] = s->parent[B->args[1 + i]];
+        }
+        return;
+    }
+    case IR_WHILE: {
+        IrBlock *before = ir_blk(f, op->region[0]), *after = ir_blk(f, op->region[1]);
+        assign_loop(s, op, op->region[0], before->args, &f->opnds[op->opnd], before->nargs);
+        IrOp *c = ir_op(f, before->ops[before->nops - 1]);
+        for (uint32_t i = 0; i < op->nres; i++) {
+            IrVal fwd = f->opnds[c->opnd + 1 + i];
+            if (is_tile(f, ir_res(op, i))) f->val_layout[ir_res(op, i)] = f->val_layout[fwd];
+            if (is_tile(f, after->args[i])) f->val_layout[after->args[i]] = f->val_layout[fwd];
+        }
+        assign_block(s, op->region[1]);
+        return;
+    }
+    case IR_IF: {
+        assign_block(s, op->region[0]);
+        assign_block(s, op->region[1]);
+        IrBlock *T = ir_blk(f, op->region[0]), *E = ir_blk(f, op->region[1]);
+        IrOp *yt = ir_op(f, T->ops[T->nops - 1]), *ye = ir_op(f, E->ops[E->nops - 1]);
+        for (uint32_t i = 0; i < op->nres; i++) {
+            IrVal a = f->opnds[yt->opnd + i], b = f->opnds[ye->opnd + i], r = ir_res(op, i);
+            if (!is_tile(f, r)) continue;
+            IrVal pick = s->free_[a] && !s->free_[b] ? b : a;
+            f->val_layout[r] = f->val_layout[pick];
+            s->parent[r] = s->parent[pick];
+        }
+        return;
+    }
+    case IR_TOPK:
+        set_default(s, ir_res(op, 0));
+        set_default(s, ir_res(op, 1));
+        return;
+    default:
+        break;
+    }
+    if (!r0) return;
+    /* elementwise and the rest: the first operand that is a tile and not free */
+    IrVal pick = IR_NONE;
+    bool all_free = true;
+    for (uint32_t k = 0; k < op->nopnd; k++) {
+        IrVal v = ir_opnd(f, op, k);
+        if (!is_tile(f, v)) continue;
+        if (!s->free_[v]) {
+            if (!pick) pick = v;
+            all_free = false;
+        }
+    }
+    if (!pick)
+        for (uint32_t k = 0; k < op->nopnd && !pick; k++)
+            if (is_tile(f, ir_opnd(f, op, k))) pick = ir_opnd(f, op, k);
+    IrType rt = ir_vty(f, r0);
+    const Layout *L = pick ? get(s, pick) : NULL;
+    bool elem = (info->flags & IR_ELEM) || op->opc == IR_LOAD || op->opc == IR_CUMSUM || op->opc == IR_SORT ||
+                op->opc == IR_ATOMIC_ADD || op->opc == IR_ATOMIC_MAX || op->opc == IR_ATOMIC_MIN ||
+                op->opc == IR_ATOMIC_CAS;
+    if (elem && L && shape_matches(L, rt)) {
+        uint32_t li = intern(f, L);
+        for (uint32_t i = 0; i < op->nres; i++)
+            if (is_tile(f, ir_res(op, i))) f->val_layout[ir_res(op, i)] = li;
+        s->parent[r0] = s->parent[pick];
+        s->free_[r0] = (info->flags & IR_PURE) && all_free;
+        return;
+    }
+    for (uint32_t i = 0; i < op->nres; i++) set_default(s, ir_res(op, i));
+}
+
+static void assign_block(LayoutState *s, IrBlk b)
+{
+    IrBlock *B = ir_blk(s->f, b);
+    for (uint32_t i = 0; i < B->nops; i++) assign_op(s, ir_op(s->f, B->ops[i]));
+}
+
+/* Without warps(n): one warp per 256 elements of the largest tile, 1 to 8. */
+static int choose_warps(IrFunc *f)
+{
+    int64_t most = 0;
+    for (IrVal v = 1; v < f->nvals; v++)
+        if (is_tile(f, v) && ir_ty_numel(ir_vty(f, v)) > most) most = ir_ty_numel(ir_vty(f, v));
+    int w = 1;
+    while (w < 8 && (int64_t)w * 256 < most) w *= 2;
+    return w;
+}
+
+void pass_layout(IrFunc *f, PassCtx *cx)
+{
+    if (!f->warps) f->warps = choose_warps(f);
+    LayoutState s = {f, f->warps, NULL, NULL};
+    free(f->val_layout);
+    f->val_layout = tl_xcalloc(f->nvals, sizeof(uint32_t));
+    f->nlayouts = 0;
+    s.parent = tl_xcalloc(f->nvals, sizeof(uint32_t));
+    s.free_ = tl_xcalloc(f->nvals, 1);
+    assign_block(&s, f->body);
+    free(s.parent);
+    free(s.free_);
+    cx->changed = true;
+}

@@ -1,0 +1,628 @@
+/* meta.c: reader, writer and grid evaluator of the kernel-metadata format (meta.h).
+ *
+ * Reading is two passes over the blob with one routine (parse_kernels): the
+ * first checks everything and counts parameters and specializations, the
+ * second fills one allocation holding a copy of the blob (whose NUL-terminated
+ * strings the structures point into) and every array.
+ */
+#include "meta.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- small helpers ------------------------------------------------------- */
+
+uint32_t tilert_crc32(const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < len; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+    }
+    return c ^ 0xFFFFFFFFu;
+}
+
+static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+
+bool tilert_dtype_is_int(tilert_dtype t) { return t >= TILERT_I1 && t <= TILERT_U64; }
+bool tilert_dtype_is_signed(tilert_dtype t) { return t >= TILERT_I8 && t <= TILERT_I64; }
+
+int64_t tilert_meta_wrap(int64_t v, tilert_dtype dt)
+{
+    uint64_t u = (uint64_t)v;
+    switch (dt) {
+    case TILERT_I1: return u != 0;
+    case TILERT_I8: return (int8_t)(uint8_t)u;
+    case TILERT_I16: return (int16_t)(uint16_t)u;
+    case TILERT_I32: return (int32_t)(uint32_t)u;
+    case TILERT_U8: return (uint8_t)u;
+    case TILERT_U16: return (uint16_t)u;
+    case TILERT_U32: return (uint32_t)u;
+    default: return v; /* i64, u64 */
+    }
+}
+
+bool tilert_meta_parse_arch(const char *s, uint16_t *sm, uint8_t *flags)
+{
+    if (!s || strncmp(s, "sm_", 3) != 0) return false;
+    const char *p = s + 3;
+    unsigned v = 0;
+    int nd = 0;
+    while (*p >= '0' && *p <= '9' && nd < 4) v = v * 10 + (unsigned)(*p++ - '0'), nd++;
+    if (nd < 2 || v < 10 || v > 65535) return false;
+    uint8_t f = 0;
+    if (*p == 'a') f = TILERT_META_ARCH_SPECIFIC, p++;
+    if (*p) return false;
+    *sm = (uint16_t)v;
+    *flags = f;
+    return true;
+}
+
+void tilert_meta_format_arch(uint16_t sm, uint8_t flags, char *buf, size_t len)
+{
+    snprintf(buf, len, "sm_%u%s", (unsigned)sm, (flags & TILERT_META_ARCH_SPECIFIC) ? "a" : "");
+}
+
+/* Round-to-nearest-even encoding of x in a binary float with ebits exponent and mbits mantissa bits. */
+static uint16_t f64_to_small(double x, int ebits, int mbits)
+{
+    uint16_t sign = signbit(x) ? (uint16_t)(1u << (ebits + mbits)) : 0;
+    uint16_t inf = (uint16_t)(((1u << ebits) - 1) << mbits);
+    if (isnan(x)) return (uint16_t)(sign | inf | (1u << (mbits - 1)));
+    x = fabs(x);
+    if (x == 0) return sign;
+    int bias = (1 << (ebits - 1)) - 1, e;
+    if (isinf(x)) return sign | inf;
+    frexp(x, &e);
+    e -= 1; /* x = m * 2^e, m in [1, 2) */
+    if (e < 1 - bias) e = 1 - bias; /* subnormal: fixed quantum */
+    double r = nearbyint(ldexp(x, mbits - e));
+    if (r >= ldexp(1.0, mbits + 1)) {
+        e++;
+        r = ldexp(r, -1);
+    }
+    if (e > bias) return sign | inf;
+    uint32_t mant = (uint32_t)r;
+    uint32_t ef = mant >= (1u << mbits) ? (uint32_t)(e + bias) : 0;
+    return (uint16_t)(sign | ef << mbits | (mant & ((1u << mbits) - 1)));
+}
+
+uint16_t tilert_f64_to_f16_bits(double x) { return f64_to_small(x, 5, 10); }
+uint16_t tilert_f64_to_bf16_bits(double x) { return f64_to_small(x, 8, 7); }
+
+/* ---- grid code --------------------------------------------------------------- */
+
+/* Operand bytes after the opcode; -1 for an unknown opcode. */
+static int gop_operands(uint8_t op)
+{
+    switch (op) {
+    case TILERT_GOP_PUSH: return 8;
+    case TILERT_GOP_ARG: return 1;
+    case TILERT_GOP_SHAPE:
+    case TILERT_GOP_STRIDE: return 2;
+    case TILERT_GOP_WRAP: return 1;
+    default: return (op >= TILERT_GOP_ADD && op <= TILERT_GOP_MAXU) ? 0 : -1;
+    }
+}
+
+bool tilert_meta_check_code(const tilert_meta_kernel *k, char *err, size_t errlen)
+{
+    if (k->grid_rank > 3) {
+        fail(err, errlen, "grid rank %u (at most 3)", k->grid_rank);
+        return false;
+    }
+    if (k->grid_rank == 0) {
+        if (k->code_len) fail(err, errlen, "grid code without a grid rank");
+        return k->code_len == 0;
+    }
+    int depth = 0;
+    for (uint32_t pc = 0; pc < k->code_len;) {
+        uint8_t op = k->code[pc];
+        int nop = gop_operands(op);
+        if (nop < 0) {
+            fail(err, errlen, "grid code: unknown opcode %u at byte %u", op, pc);
+            return false;
+        }
+        if (pc + 1 + (uint32_t)nop > k->code_len) {
+            fail(err, errlen, "grid code: opcode %u at byte %u is cut off", op, pc);
+            return false;
+        }
+        const uint8_t *a = k->code + pc + 1;
+        if (op == TILERT_GOP_ARG || op == TILERT_GOP_SHAPE || op == TILERT_GOP_STRIDE) {
+            if (a[0] >= k->nparams) {
+                fail(err, errlen, "grid code: parameter %u out of range (%u parameters)", a[0], k->nparams);
+                return false;
+            }
+            const tilert_meta_param *p = &k->params[a[0]];
+            if (op == TILERT_GOP_ARG && (p->kind != TILERT_PARAM_SCALAR || !tilert_dtype_is_int(p->dtype))) {
+                fail(err, errlen, "grid code reads parameter '%s', which is not an integer scalar", p->name);
+                return false;
+            }
+            if (op != TILERT_GOP_ARG && (p->kind != TILERT_PARAM_TENSOR || a[1] >= p->rank)) {
+                fail(err, errlen, "grid code reads %s[%u] of parameter '%s', which is not a tensor of that rank",
+                     op == TILERT_GOP_SHAPE ? "shape" : "stride", a[1], p->name);
+                return false;
+            }
+        }
+        if (op == TILERT_GOP_WRAP && !tilert_dtype_is_int((tilert_dtype)a[0])) {
+            fail(err, errlen, "grid code: WRAP to %u, not an integer dtype", a[0]);
+            return false;
+        }
+        if (op <= TILERT_GOP_STRIDE) {
+            if (++depth > TILERT_META_MAX_STACK) {
+                fail(err, errlen, "grid code needs more than %d stack entries", TILERT_META_MAX_STACK);
+                return false;
+            }
+        } else if (op != TILERT_GOP_WRAP) {
+            if (depth < 2) {
+                fail(err, errlen, "grid code: binary opcode %u at byte %u with %d operands on the stack", op, pc,
+                     depth);
+                return false;
+            }
+            depth--;
+        } else if (depth < 1) {
+            fail(err, errlen, "grid code: WRAP at byte %u on an empty stack", pc);
+            return false;
+        }
+        pc += 1 + (uint32_t)nop;
+    }
+    if (depth != k->grid_rank) {
+        fail(err, errlen, "grid code leaves %d values, grid rank is %u", depth, k->grid_rank);
+        return false;
+    }
+    return true;
+}
+
+static int64_t cdiv(int64_t a, int64_t b)
+{
+    /* ceil(a / b) from truncating division: round up when the remainder has b's sign */
+    int64_t q = (a == INT64_MIN && b == -1) ? INT64_MIN : a / b;
+    int64_t r = (b == -1) ? 0 : a % b;
+    if (r != 0 && ((r > 0) == (b > 0))) q = (int64_t)((uint64_t)q + 1);
+    return q;
+}
+
+bool tilert_meta_eval_grid(const tilert_meta_kernel *k, const tilert_arg *args, int64_t out[3], char *err,
+                           size_t errlen)
+{
+    int64_t st[TILERT_META_MAX_STACK];
+    int sp = 0;
+    for (uint32_t pc = 0; pc < k->code_len;) {
+        uint8_t op = k->code[pc];
+        const uint8_t *a = k->code + pc + 1;
+        pc += 1 + (uint32_t)gop_operands(op);
+        switch (op) {
+        case TILERT_GOP_PUSH: st[sp++] = (int64_t)rd64(a); continue;
+        case TILERT_GOP_ARG: st[sp++] = tilert_meta_wrap((int64_t)args[a[0]].v.u, (tilert_dtype)k->params[a[0]].dtype); continue;
+        case TILERT_GOP_SHAPE: st[sp++] = args[a[0]].v.tensor.shape[a[1]]; continue;
+        case TILERT_GOP_STRIDE: st[sp++] = args[a[0]].v.tensor.stride[a[1]]; continue;
+        case TILERT_GOP_WRAP: st[sp - 1] = tilert_meta_wrap(st[sp - 1], (tilert_dtype)a[0]); continue;
+        default: break;
+        }
+        int64_t y = st[--sp], x = st[sp - 1], r;
+        uint64_t ux = (uint64_t)x, uy = (uint64_t)y;
+        bool isdiv = op == TILERT_GOP_DIV || op == TILERT_GOP_REM || op == TILERT_GOP_CDIV ||
+                     op == TILERT_GOP_DIVU || op == TILERT_GOP_REMU;
+        if (isdiv && y == 0) {
+            fail(err, errlen, "the grid expression divides by zero (numerator %lld)", (long long)x);
+            return false;
+        }
+        switch (op) {
+        case TILERT_GOP_ADD: r = (int64_t)(ux + uy); break;
+        case TILERT_GOP_SUB: r = (int64_t)(ux - uy); break;
+        case TILERT_GOP_MUL: r = (int64_t)(ux * uy); break;
+        case TILERT_GOP_DIV: r = (x == INT64_MIN && y == -1) ? INT64_MIN : x / y; break;
+        case TILERT_GOP_REM: r = (y == -1) ? 0 : x % y; break;
+        case TILERT_GOP_MIN: r = x < y ? x : y; break;
+        case TILERT_GOP_MAX: r = x > y ? x : y; break;
+        case TILERT_GOP_CDIV: r = cdiv(x, y); break;
+        case TILERT_GOP_DIVU: r = (int64_t)(ux / uy); break;
+        case TILERT_GOP_REMU: r = (int64_t)(ux % uy); break;
+        case TILERT_GOP_MINU: r = (int64_t)(ux < uy ? ux : uy); break;
+        default: r = (int64_t)(ux > uy ? ux : uy); break; /* MAXU: check_code admits nothing else */
+        }
+        st[sp - 1] = r;
+    }
+    for (int i = 0; i < k->grid_rank; i++) out[i] = st[i];
+    return true;
+}
+
+/* ---- reader ---------------------------------------------------------------------- */
+
+typedef struct Reader {
+    const uint8_t *p;
+    size_t len, pos;
+    char *err;
+    size_t errlen;
+    const char *what;   /* the kernel being read, for messages */
+} Reader;
+
+static bool need(Reader *r, size_t n, const char *field)
+{
+    if (r->len - r->pos >= n) return true;
+    fail(r->err, r->errlen, "metadata truncated: %s of %s at byte %zu needs %zu bytes, %zu left", field, r->what,
+         r->pos, n, r->len - r->pos);
+    return false;
+}
+static bool get8(Reader *r, uint8_t *v, const char *f)
+{
+    if (!need(r, 1, f)) return false;
+    *v = r->p[r->pos++];
+    return true;
+}
+static bool get16(Reader *r, uint16_t *v, const char *f)
+{
+    if (!need(r, 2, f)) return false;
+    *v = rd16(r->p + r->pos);
+    r->pos += 2;
+    return true;
+}
+static bool get32(Reader *r, uint32_t *v, const char *f)
+{
+    if (!need(r, 4, f)) return false;
+    *v = rd32(r->p + r->pos);
+    r->pos += 4;
+    return true;
+}
+/* A string: its offset in the blob (the caller maps it into its copy). */
+static bool getstr(Reader *r, size_t *off, const char *f)
+{
+    uint16_t n;
+    if (!get16(r, &n, f) || !need(r, (size_t)n + 1, f)) return false;
+    if (r->p[r->pos + n] != 0 || memchr(r->p + r->pos, 0, n)) {
+        fail(r->err, r->errlen, "metadata: %s of %s at byte %zu is not a NUL-terminated string of %u bytes", f,
+             r->what, r->pos, n);
+        return false;
+    }
+    *off = r->pos;
+    r->pos += (size_t)n + 1;
+    return true;
+}
+
+/* One pass over the kernel records.  With fill == NULL it checks and counts;
+ * otherwise it fills the kernels, pointing strings into `base` (a copy of the blob). */
+typedef struct Fill {
+    const char *base;
+    tilert_meta_kernel *kernels;
+    tilert_meta_param *params;
+    tilert_meta_spec *specs;
+} Fill;
+
+/* Parameters into out[0..n), names pointing into base (which mirrors r->p). */
+static bool parse_params(Reader *r, const char *what, uint32_t n, tilert_meta_param *out, const char *base)
+{
+    uint32_t kparams = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        size_t name;
+        uint8_t kind, dt, rank, flags;
+        if (!getstr(r, &name, "parameter name") || !get8(r, &kind, "parameter kind") ||
+            !get8(r, &dt, "parameter dtype") || !get8(r, &rank, "parameter rank") || !get8(r, &flags, "parameter flags"))
+            return false;
+        const char *pn = (const char *)r->p + name;
+        if (kind > TILERT_PARAM_TENSOR || dt == TILERT_DTYPE_INVALID || dt >= TILERT_DTYPE_COUNT || flags != 0) {
+            fail(r->err, r->errlen, "metadata: %s, parameter '%.64s': invalid kind %u / dtype %u / flags %u", what,
+                 pn, kind, dt, flags);
+            return false;
+        }
+        if ((kind == TILERT_PARAM_TENSOR) ? (rank < 1 || rank > TILERT_MAX_RANK) : rank != 0) {
+            fail(r->err, r->errlen, "metadata: %s, parameter '%.64s': invalid rank %u", what, pn, rank);
+            return false;
+        }
+        kparams += kind == TILERT_PARAM_TENSOR ? 1u + 2u * rank : 1u;
+        out[i] = (tilert_meta_param){base + name, kind, dt, rank};
+    }
+    if (kparams > TILERT_META_MAX_KPARAMS) {
+        fail(r->err, r->errlen, "metadata: %s has %u PTX parameters (at most %d)", what, kparams,
+             TILERT_META_MAX_KPARAMS);
+        return false;
+    }
+    return true;
+}
+
+static bool parse_specs(Reader *r, uint32_t n, tilert_meta_spec *out, const char *base)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        size_t sn, sv;
+        if (!getstr(r, &sn, "specialization name") || !getstr(r, &sv, "specialization value")) return false;
+        if (out) out[i] = (tilert_meta_spec){base + sn, base + sv};
+    }
+    return true;
+}
+
+static bool parse_kernels(Reader *r, uint32_t nk, Fill *fill, uint32_t *tot_params, uint32_t *tot_specs)
+{
+    uint32_t np_all = 0, ns_all = 0;
+    char what[96];
+    for (uint32_t ki = 0; ki < nk; ki++) {
+        snprintf(what, sizeof what, "kernel %u", ki);
+        r->what = what;
+        size_t start = r->pos;
+        uint32_t recsize;
+        size_t sym, src;
+        tilert_meta_kernel k = {0};
+        if (!get32(r, &recsize, "record size") || !getstr(r, &sym, "symbol") || !getstr(r, &src, "source name"))
+            return false;
+        snprintf(what, sizeof what, "kernel %u '%.64s'", ki, (const char *)r->p + sym);
+        uint16_t nparams, nspecs, code_len;
+        if (!get16(r, &k.sm, "sm") || !get8(r, &k.arch_flags, "arch flags") || !get8(r, &k.grid_rank, "grid rank") ||
+            !get16(r, &k.warps, "warps") || !get16(r, &nparams, "parameter count") ||
+            !get16(r, &nspecs, "specialization count") || !get16(r, &code_len, "grid code length") ||
+            !get32(r, &k.smem_static, "static shared memory") || !get32(r, &k.smem_dynamic, "dynamic shared memory"))
+            return false;
+        if (k.sm < 10 || (k.arch_flags & ~TILERT_META_ARCH_SPECIFIC)) {
+            fail(r->err, r->errlen, "metadata: %s has an invalid arch (sm %u, flags %u)", what, k.sm, k.arch_flags);
+            return false;
+        }
+        if (k.warps < 1 || k.warps > TILERT_META_MAX_WARPS) {
+            fail(r->err, r->errlen, "metadata: %s has %u warps (1..%d)", what, k.warps, TILERT_META_MAX_WARPS);
+            return false;
+        }
+        k.nparams = nparams;
+        k.nspecs = nspecs;
+        k.code_len = code_len;
+        /* the first pass needs the parameters too, to check the grid code */
+        tilert_meta_param tmp[16];
+        tilert_meta_param *params = fill ? fill->params + np_all : nparams <= 16 ? tmp : malloc(sizeof *params * nparams);
+        if (!params) {
+            fail(r->err, r->errlen, "out of memory reading metadata");
+            return false;
+        }
+        bool ok = parse_params(r, what, nparams, params, fill ? fill->base : (const char *)r->p) &&
+                  parse_specs(r, nspecs, fill ? fill->specs + ns_all : NULL, fill ? fill->base : NULL);
+        k.params = params;
+        k.code = r->p + r->pos;
+        char cerr[200];
+        if (ok && !fill && !need(r, code_len, "grid code")) ok = false;
+        if (ok && !fill && !tilert_meta_check_code(&k, cerr, sizeof cerr)) {
+            fail(r->err, r->errlen, "metadata: %s: %s", what, cerr);
+            ok = false;
+        }
+        if (!fill && params != tmp) free(params);
+        if (!ok) return false;
+        size_t code = r->pos;
+        r->pos += code_len;
+        if (r->pos - start != recsize) {
+            fail(r->err, r->errlen, "metadata: %s: record size %u, but its fields take %zu bytes", what, recsize,
+                 r->pos - start);
+            return false;
+        }
+        if (fill) {
+            k.symbol = fill->base + sym;
+            k.source_name = fill->base + src;
+            k.specs = fill->specs + ns_all;
+            k.code = (const uint8_t *)fill->base + code;
+            fill->kernels[ki] = k;
+        }
+        np_all += nparams;
+        ns_all += nspecs;
+    }
+    if (r->pos != r->len) {
+        fail(r->err, r->errlen, "metadata: %zu bytes after the last kernel record", r->len - r->pos);
+        return false;
+    }
+    *tot_params = np_all;
+    *tot_specs = ns_all;
+    return true;
+}
+
+static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+bool tilert_meta_parse(const void *blob, size_t len, tilert_meta *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    const uint8_t *p = blob;
+    if (len < TILERT_META_HEADER_SIZE) {
+        fail(err, errlen, "metadata truncated: %zu bytes, the header alone is %d", len, TILERT_META_HEADER_SIZE);
+        return false;
+    }
+    if (memcmp(p, TILERT_META_MAGIC, 4) != 0) {
+        fail(err, errlen, "metadata: bad magic %02x %02x %02x %02x (expected \"TLMD\")", p[0], p[1], p[2], p[3]);
+        return false;
+    }
+    uint16_t version = rd16(p + 4), nk = rd16(p + 6);
+    uint32_t size = rd32(p + 8), crc = rd32(p + 12);
+    if (version != TILERT_META_VERSION) {
+        fail(err, errlen, "metadata version %u; this libtilert reads version %d (rebuild the cubin with a matching tilec)",
+             version, TILERT_META_VERSION);
+        return false;
+    }
+    if (size != len) {
+        fail(err, errlen, "metadata size field says %u bytes, the symbol holds %zu", size, len);
+        return false;
+    }
+    uint32_t got = tilert_crc32(p + TILERT_META_HEADER_SIZE, len - TILERT_META_HEADER_SIZE);
+    if (got != crc) {
+        fail(err, errlen, "metadata checksum mismatch (stored %08x, computed %08x): the blob is corrupt", crc, got);
+        return false;
+    }
+    if (nk == 0) {
+        fail(err, errlen, "metadata lists no kernels");
+        return false;
+    }
+    Reader r = {p, len, TILERT_META_HEADER_SIZE, err, errlen, ""};
+    uint32_t np, ns;
+    if (!parse_kernels(&r, nk, NULL, &np, &ns)) return false;
+    size_t off_k = align8(len), off_p = off_k + align8(sizeof(tilert_meta_kernel) * nk);
+    size_t off_s = off_p + align8(sizeof(tilert_meta_param) * np);
+    size_t total = off_s + sizeof(tilert_meta_spec) * ns;
+    char *store = malloc(total);
+    if (!store) {
+        fail(err, errlen, "out of memory reading metadata (%zu bytes)", total);
+        return false;
+    }
+    memcpy(store, blob, len);
+    Fill fill = {store, (tilert_meta_kernel *)(store + off_k), (tilert_meta_param *)(store + off_p),
+                 (tilert_meta_spec *)(store + off_s)};
+    r.pos = TILERT_META_HEADER_SIZE;
+    parse_kernels(&r, nk, &fill, &np, &ns); /* cannot fail: the same bytes passed */
+    for (uint32_t i = 0; i < nk; i++)
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(fill.kernels[i].symbol, fill.kernels[j].symbol) == 0) {
+                fail(err, errlen, "metadata: kernel symbol '%s' appears twice", fill.kernels[i].symbol);
+                free(store);
+                return false;
+            }
+    out->nkernels = nk;
+    out->kernels = fill.kernels;
+    out->store = store;
+    return true;
+}
+
+void tilert_meta_free(tilert_meta *m)
+{
+    if (!m) return;
+    free(m->store);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- writer ---------------------------------------------------------------------- */
+
+typedef struct Writer {
+    uint8_t *p;
+    size_t len, cap;
+    bool oom;
+} Writer;
+
+static void put(Writer *w, const void *src, size_t n)
+{
+    if (w->oom || n == 0) return;
+    if (w->len + n > w->cap) {
+        size_t cap = w->cap ? w->cap : 256;
+        while (cap < w->len + n) cap *= 2;
+        uint8_t *q = realloc(w->p, cap);
+        if (!q) {
+            w->oom = true;
+            return;
+        }
+        w->p = q;
+        w->cap = cap;
+    }
+    memcpy(w->p + w->len, src, n);
+    w->len += n;
+}
+static void put8(Writer *w, uint8_t v) { put(w, &v, 1); }
+static void put16(Writer *w, uint16_t v)
+{
+    uint8_t b[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
+    put(w, b, 2);
+}
+static void put32(Writer *w, uint32_t v)
+{
+    uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    put(w, b, 4);
+}
+static void patch32(Writer *w, size_t at, uint32_t v)
+{
+    if (w->oom) return;
+    for (int i = 0; i < 4; i++) w->p[at + (size_t)i] = (uint8_t)(v >> (8 * i));
+}
+static bool putstr(Writer *w, const char *s, const char *what, char *err, size_t errlen)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n > 0xFFFF) {
+        fail(err, errlen, "metadata: %s is %zu bytes long (at most 65535)", what, n);
+        return false;
+    }
+    put16(w, (uint16_t)n);
+    put(w, s ? s : "", n);
+    put8(w, 0);
+    return true;
+}
+
+bool tilert_meta_write(const tilert_meta_kernel *kernels, uint32_t n, uint8_t **out, size_t *len, char *err,
+                       size_t errlen)
+{
+    *out = NULL;
+    *len = 0;
+    if (n == 0 || n > 0xFFFF) {
+        fail(err, errlen, "metadata: %u kernels (1..65535)", n);
+        return false;
+    }
+    Writer w = {0};
+    put(&w, TILERT_META_MAGIC, 4);
+    put16(&w, TILERT_META_VERSION);
+    put16(&w, (uint16_t)n);
+    put32(&w, 0); /* size, patched */
+    put32(&w, 0); /* crc, patched */
+    for (uint32_t ki = 0; ki < n; ki++) {
+        const tilert_meta_kernel *k = &kernels[ki];
+        char cerr[200];
+        if (k->nparams > 0xFFFF || k->nspecs > 0xFFFF || k->code_len > 0xFFFF || k->warps < 1 ||
+            k->warps > TILERT_META_MAX_WARPS || k->sm < 10) {
+            fail(err, errlen, "metadata: kernel '%s': counts, warps (%u) or sm (%u) out of range", k->symbol,
+                 k->warps, k->sm);
+            goto bad;
+        }
+        for (uint32_t i = 0; i < k->nparams; i++) {
+            const tilert_meta_param *p = &k->params[i];
+            bool rank_ok = p->kind == TILERT_PARAM_TENSOR ? (p->rank >= 1 && p->rank <= TILERT_MAX_RANK) : p->rank == 0;
+            if (p->kind > TILERT_PARAM_TENSOR || p->dtype == 0 || p->dtype >= TILERT_DTYPE_COUNT || !rank_ok) {
+                fail(err, errlen, "metadata: kernel '%s', parameter '%s': invalid kind, dtype or rank", k->symbol,
+                     p->name);
+                goto bad;
+            }
+        }
+        if (!tilert_meta_check_code(k, cerr, sizeof cerr)) {
+            fail(err, errlen, "metadata: kernel '%s': %s", k->symbol, cerr);
+            goto bad;
+        }
+        size_t start = w.len;
+        put32(&w, 0);
+        if (!putstr(&w, k->symbol, "a symbol", err, errlen) || !putstr(&w, k->source_name, "a name", err, errlen))
+            goto bad;
+        put16(&w, k->sm);
+        put8(&w, k->arch_flags);
+        put8(&w, k->grid_rank);
+        put16(&w, k->warps);
+        put16(&w, (uint16_t)k->nparams);
+        put16(&w, (uint16_t)k->nspecs);
+        put16(&w, (uint16_t)k->code_len);
+        put32(&w, k->smem_static);
+        put32(&w, k->smem_dynamic);
+        for (uint32_t i = 0; i < k->nparams; i++) {
+            const tilert_meta_param *p = &k->params[i];
+            if (!putstr(&w, p->name, "a parameter name", err, errlen)) goto bad;
+            put8(&w, p->kind);
+            put8(&w, p->dtype);
+            put8(&w, p->rank);
+            put8(&w, 0);
+        }
+        for (uint32_t i = 0; i < k->nspecs; i++)
+            if (!putstr(&w, k->specs[i].name, "a specialization name", err, errlen) ||
+                !putstr(&w, k->specs[i].value, "a specialization value", err, errlen))
+                goto bad;
+        put(&w, k->code, k->code_len);
+        if (w.len - start > 0xFFFFFFFFu) {
+            fail(err, errlen, "metadata: kernel '%s' record too large", k->symbol);
+            goto bad;
+        }
+        patch32(&w, start, (uint32_t)(w.len - start));
+    }
+    if (w.oom || w.len > 0xFFFFFFFFu) {
+        fail(err, errlen, "out of memory writing metadata");
+        goto bad;
+    }
+    patch32(&w, 8, (uint32_t)w.len);
+    patch32(&w, 12, tilert_crc32(w.p + TILERT_META_HEADER_SIZE, w.len - TILERT_META_HEADER_SIZE));
+    *out = w.p;
+    *len = w.len;
+    return true;
+bad:
+    free(w.p);
+    return false;
+}

@@ -1,0 +1,885 @@
+/* tilert.c: libtilert (see tilert.h for the API and the kernel ABI).
+ *
+ * Layers, bottom up:
+ *   errors      a thread-local message per failure; every entry point returns a status
+ *   driver      libcuda.so.1 opened once (pthread_once), entry points by dlsym; cuda.h gives
+ *               only types and enums, nothing links against libcuda
+ *   modules     image -> ELF checks (elf.c) -> metadata (meta.c) -> arch check -> cuModuleLoadData
+ *   kernels     looked up by name; CUfunction and shared-memory attribute set once, under the
+ *               module's lock
+ *   launch      argument checks and grid (no driver), then context check and cuLaunchKernel
+ */
+#include "tilert.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elf.h"
+#include "meta.h"
+
+/* ---- errors ------------------------------------------------------------------ */
+
+static _Thread_local char last_error[1024];
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static tilert_status err(tilert_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+const char *tilert_last_error(void) { return last_error; }
+
+const char *tilert_status_string(tilert_status s)
+{
+    static const char *const names[TILERT_STATUS_COUNT] = {
+        "TILERT_OK", "TILERT_ERROR_INVALID_VALUE", "TILERT_ERROR_OUT_OF_MEMORY", "TILERT_ERROR_IO",
+        "TILERT_ERROR_NO_DRIVER", "TILERT_ERROR_NO_DEVICE", "TILERT_ERROR_INVALID_IMAGE",
+        "TILERT_ERROR_ARCH_MISMATCH", "TILERT_ERROR_BAD_METADATA", "TILERT_ERROR_NOT_FOUND",
+        "TILERT_ERROR_ARG_COUNT", "TILERT_ERROR_ARG_TYPE", "TILERT_ERROR_ARG_ALIGN", "TILERT_ERROR_ARG_VALUE",
+        "TILERT_ERROR_GRID", "TILERT_ERROR_NO_GRID", "TILERT_ERROR_RESOURCES", "TILERT_ERROR_CONTEXT",
+        "TILERT_ERROR_INSPECT_ONLY", "TILERT_ERROR_CUDA",
+    };
+    return (unsigned)s < TILERT_STATUS_COUNT ? names[s] : "TILERT_ERROR_(unknown)";
+}
+
+/* ---- dtypes, tensors, arguments ---------------------------------------------- */
+
+static const struct {
+    const char *name;
+    uint8_t size;
+} dtypes[TILERT_DTYPE_COUNT] = {
+    [TILERT_I1] = {"i1", 1},     [TILERT_I8] = {"i8", 1},     [TILERT_I16] = {"i16", 2},
+    [TILERT_I32] = {"i32", 4},   [TILERT_I64] = {"i64", 8},   [TILERT_U8] = {"u8", 1},
+    [TILERT_U16] = {"u16", 2},   [TILERT_U32] = {"u32", 4},   [TILERT_U64] = {"u64", 8},
+    [TILERT_F8E4M3] = {"f8e4m3", 1}, [TILERT_F8E5M2] = {"f8e5m2", 1}, [TILERT_F16] = {"f16", 2},
+    [TILERT_BF16] = {"bf16", 2}, [TILERT_F32] = {"f32", 4},   [TILERT_F64] = {"f64", 8},
+};
+
+static bool dt_valid(tilert_dtype t) { return t > TILERT_DTYPE_INVALID && t < TILERT_DTYPE_COUNT; }
+const char *tilert_dtype_name(tilert_dtype t) { return dt_valid(t) ? dtypes[t].name : "?"; }
+size_t tilert_dtype_size(tilert_dtype t) { return dt_valid(t) ? dtypes[t].size : 0; }
+
+tilert_tensor tilert_tensor_nd(void *data, tilert_dtype dt, int32_t rank, const int64_t *shape, const int64_t *stride)
+{
+    tilert_tensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.dtype = dt;
+    t.rank = rank;
+    if (rank < 1 || rank > TILERT_MAX_RANK || !shape) return t; /* rejected when used */
+    int64_t s = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        t.shape[d] = shape[d];
+        t.stride[d] = stride ? stride[d] : s;
+        s *= shape[d];
+    }
+    return t;
+}
+tilert_tensor tilert_tensor1d(void *data, tilert_dtype dt, int64_t n) { return tilert_tensor_nd(data, dt, 1, &n, NULL); }
+tilert_tensor tilert_tensor2d(void *data, tilert_dtype dt, int64_t rows, int64_t cols)
+{
+    int64_t shape[2] = {rows, cols};
+    return tilert_tensor_nd(data, dt, 2, shape, NULL);
+}
+
+static tilert_arg mkarg(tilert_arg_kind kind, tilert_dtype dt)
+{
+    tilert_arg a;
+    memset(&a, 0, sizeof a);
+    a.kind = kind;
+    a.dtype = dt;
+    return a;
+}
+tilert_arg tilert_arg_tensor(tilert_tensor t)
+{
+    tilert_arg a = mkarg(TILERT_ARG_TENSOR, t.dtype);
+    a.v.tensor = t;
+    return a;
+}
+tilert_arg tilert_arg_ptr(void *p, tilert_dtype pointee)
+{
+    tilert_arg a = mkarg(TILERT_ARG_PTR, pointee);
+    a.v.ptr = p;
+    return a;
+}
+static tilert_arg int_arg(tilert_dtype dt, int64_t v)
+{
+    tilert_arg a = mkarg(TILERT_ARG_INT, dt);
+    a.v.i = v;
+    return a;
+}
+tilert_arg tilert_arg_i32(int32_t v) { return int_arg(TILERT_I32, v); }
+tilert_arg tilert_arg_i64(int64_t v) { return int_arg(TILERT_I64, v); }
+tilert_arg tilert_arg_u32(uint32_t v) { return int_arg(TILERT_U32, v); }
+tilert_arg tilert_arg_u64(uint64_t v)
+{
+    tilert_arg a = mkarg(TILERT_ARG_INT, TILERT_U64);
+    a.v.u = v;
+    return a;
+}
+tilert_arg tilert_arg_bool(int v) { return int_arg(TILERT_I1, v != 0); }
+tilert_arg tilert_arg_f32(float v)
+{
+    tilert_arg a = mkarg(TILERT_ARG_FLOAT, TILERT_F32);
+    a.v.f = v;
+    return a;
+}
+tilert_arg tilert_arg_f64(double v)
+{
+    tilert_arg a = mkarg(TILERT_ARG_FLOAT, TILERT_F64);
+    a.v.f = v;
+    return a;
+}
+tilert_arg tilert_arg_bits(tilert_dtype dt, uint64_t bits)
+{
+    tilert_arg a = mkarg(TILERT_ARG_BITS, dt);
+    a.v.bits = bits;
+    return a;
+}
+
+/* ---- the driver ------------------------------------------------------------------ */
+
+/* Names through cuda.h's macros, so that versioned entry points (cuMemAlloc -> cuMemAlloc_v2) resolve. */
+#define TL_STR2(x) #x
+#define TL_STR(x) TL_STR2(x)
+#define DRIVER_FUNCS(X)                                                                                   \
+    X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGet)               \
+    X(cuDeviceGetCount) X(cuDeviceGetAttribute) X(cuDeviceGetName) X(cuCtxGetCurrent) X(cuCtxSetCurrent) \
+    X(cuCtxGetDevice) X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuDevicePrimaryCtxRetain)                \
+    X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)                  \
+    X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)  \
+    X(cuMemsetD8) X(cuStreamSynchronize)
+
+typedef struct Driver {
+    void *lib;
+    tilert_status status;   /* of opening and cuInit */
+    char msg[512];
+    int version;
+#define X(f) __typeof__(&f) f;
+    DRIVER_FUNCS(X)
+#undef X
+} Driver;
+
+static Driver drv;
+static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
+
+static const char *cu_errname(CUresult r)
+{
+    const char *s = NULL;
+    if (drv.cuGetErrorName && drv.cuGetErrorName(r, &s) == CUDA_SUCCESS && s) return s;
+    return "CUDA_ERROR_(unknown)";
+}
+static const char *cu_errstr(CUresult r)
+{
+    const char *s = NULL;
+    if (drv.cuGetErrorString && drv.cuGetErrorString(r, &s) == CUDA_SUCCESS && s) return s;
+    return "no description";
+}
+
+static void drv_open(void)
+{
+    const char *name = getenv("TILERT_CUDA_LIBRARY");
+    if (!name || !*name) name = "libcuda.so.1";
+    drv.lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!drv.lib) {
+        const char *e = dlerror();
+        drv.status = TILERT_ERROR_NO_DRIVER;
+        snprintf(drv.msg, sizeof drv.msg, "no CUDA driver: cannot open %s (%s); a GPU and the NVIDIA driver are needed",
+                 name, e ? e : "unknown reason");
+        return;
+    }
+#define X(f)                                                                                              \
+    drv.f = (__typeof__(&f))dlsym(drv.lib, TL_STR(f));                                                    \
+    if (!drv.f) {                                                                                         \
+        drv.status = TILERT_ERROR_NO_DRIVER;                                                              \
+        snprintf(drv.msg, sizeof drv.msg, "no usable CUDA driver: %s lacks %s (driver too old?)", name,    \
+                 TL_STR(f));                                                                              \
+        return;                                                                                           \
+    }
+    DRIVER_FUNCS(X)
+#undef X
+    CUresult r = drv.cuInit(0);
+    drv.cuDriverGetVersion(&drv.version);
+    if (r == CUDA_ERROR_NO_DEVICE) {
+        drv.status = TILERT_ERROR_NO_DEVICE;
+        snprintf(drv.msg, sizeof drv.msg, "no CUDA device: the driver (%s) sees no GPU", name);
+    } else if (r == CUDA_ERROR_STUB_LIBRARY) {
+        drv.status = TILERT_ERROR_NO_DRIVER;
+        snprintf(drv.msg, sizeof drv.msg, "no CUDA driver: %s is the CUDA toolkit's stub library, not a driver", name);
+    } else if (r != CUDA_SUCCESS) {
+        drv.status = (r == CUDA_ERROR_SYSTEM_DRIVER_MISMATCH || r == CUDA_ERROR_SYSTEM_NOT_READY) ? TILERT_ERROR_NO_DRIVER : TILERT_ERROR_CUDA;
+        snprintf(drv.msg, sizeof drv.msg, "cuInit failed: %s (%s)", cu_errname(r), cu_errstr(r));
+    } else {
+        drv.status = TILERT_OK;
+    }
+}
+
+/* TILERT_OK once the driver is initialized; otherwise sets the error. */
+static tilert_status drv_get(void)
+{
+    pthread_once(&drv_once, drv_open);
+    if (drv.status != TILERT_OK) return err(drv.status, "%s", drv.msg);
+    return TILERT_OK;
+}
+
+static tilert_status cuerr(CUresult r, const char *what)
+{
+    tilert_status s = r == CUDA_ERROR_OUT_OF_MEMORY ? TILERT_ERROR_OUT_OF_MEMORY : TILERT_ERROR_CUDA;
+    return err(s, "%s failed: %s (%s)", what, cu_errname(r), cu_errstr(r));
+}
+#define CU(call, what)                                                                                    \
+    do {                                                                                                  \
+        CUresult r_ = (call);                                                                             \
+        if (r_ != CUDA_SUCCESS) return cuerr(r_, what);                                                   \
+    } while (0)
+
+tilert_status tilert_init(void) { return drv_get(); }
+
+tilert_status tilert_device_count(int *count)
+{
+    if (!count) return err(TILERT_ERROR_INVALID_VALUE, "tilert_device_count: count is NULL");
+    *count = 0;
+    tilert_status s = drv_get();
+    if (s) return s;
+    CU(drv.cuDeviceGetCount(count), "cuDeviceGetCount");
+    return TILERT_OK;
+}
+
+/* The current context, or device 0's primary context made current (kept for the process's life:
+ * releasing it would free memory the program may still use). */
+static tilert_status current_ctx(CUcontext *ctx, CUdevice *dev)
+{
+    tilert_status s = drv_get();
+    if (s) return s;
+    CU(drv.cuCtxGetCurrent(ctx), "cuCtxGetCurrent");
+    if (!*ctx) {
+        int n = 0;
+        CU(drv.cuDeviceGetCount(&n), "cuDeviceGetCount");
+        if (n == 0) return err(TILERT_ERROR_NO_DEVICE, "no CUDA device");
+        CU(drv.cuDeviceGet(dev, 0), "cuDeviceGet");
+        CU(drv.cuDevicePrimaryCtxRetain(ctx, *dev), "cuDevicePrimaryCtxRetain");
+        CU(drv.cuCtxSetCurrent(*ctx), "cuCtxSetCurrent");
+        return TILERT_OK;
+    }
+    CU(drv.cuCtxGetDevice(dev), "cuCtxGetDevice");
+    return TILERT_OK;
+}
+
+static tilert_status dev_attr(CUdevice dev, CUdevice_attribute a, int *v, const char *what)
+{
+    CU(drv.cuDeviceGetAttribute(v, a, dev), what);
+    return TILERT_OK;
+}
+
+static tilert_status device_info(CUdevice dev, tilert_device_info *out)
+{
+    tilert_status s;
+    memset(out, 0, sizeof *out);
+    out->ordinal = (int)dev;
+    if ((s = dev_attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &out->cc_major, "cuDeviceGetAttribute")) ||
+        (s = dev_attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &out->cc_minor, "cuDeviceGetAttribute")) ||
+        (s = dev_attr(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &out->sm_count, "cuDeviceGetAttribute")) ||
+        (s = dev_attr(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &out->max_smem_per_block_optin,
+                      "cuDeviceGetAttribute")))
+        return s;
+    CU(drv.cuDeviceGetName(out->name, (int)sizeof out->name, dev), "cuDeviceGetName");
+    return TILERT_OK;
+}
+
+tilert_status tilert_device_get_info(tilert_device_info *out)
+{
+    if (!out) return err(TILERT_ERROR_INVALID_VALUE, "tilert_device_get_info: out is NULL");
+    CUcontext ctx;
+    CUdevice dev;
+    tilert_status s = current_ctx(&ctx, &dev);
+    return s ? s : device_info(dev, out);
+}
+
+tilert_status tilert_malloc(void **dptr, size_t bytes)
+{
+    if (!dptr) return err(TILERT_ERROR_INVALID_VALUE, "tilert_malloc: dptr is NULL");
+    *dptr = NULL;
+    CUcontext ctx;
+    CUdevice dev;
+    tilert_status s = current_ctx(&ctx, &dev);
+    if (s) return s;
+    CUdeviceptr p = 0;
+    CU(drv.cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc");
+    *dptr = (void *)(uintptr_t)p;
+    return TILERT_OK;
+}
+tilert_status tilert_free(void *dptr)
+{
+    CUcontext ctx;
+    CUdevice dev;
+    tilert_status s = current_ctx(&ctx, &dev);
+    if (s || !dptr) return s;
+    CU(drv.cuMemFree((CUdeviceptr)(uintptr_t)dptr), "cuMemFree");
+    return TILERT_OK;
+}
+tilert_status tilert_memcpy_htod(void *dst, const void *src, size_t bytes)
+{
+    CUcontext ctx;
+    CUdevice dev;
+    tilert_status s = current_ctx(&ctx, &dev);
+    if (s) return s;
+    CU(drv.cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, bytes), "cuMemcpyHtoD");
+    return TILERT_OK;
+}
+tilert_status tilert_memcpy_dtoh(void *dst, const void *src, size_t bytes)
+{
+    CUcontext ctx;
+    CUdevice dev;
+    tilert_status s = current_ctx(&ctx, &dev);
+    if (s) return s;
+    CU(drv.cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, bytes), "cuMemcpyDtoH");
+    return TILERT_OK;
+}
+tilert_status tilert_memset_d8(void *dst, unsigned char value, size_t bytes)
+{
+    CUcontext ctx;
+    CUdevice dev;
+    tilert_status s = current_ctx(&ctx, &dev);
+    if (s) return s;
+    CU(drv.cuMemsetD8((CUdeviceptr)(uintptr_t)dst, value, bytes), "cuMemsetD8");
+    return TILERT_OK;
+}
+tilert_status tilert_stream_synchronize(void *stream)
+{
+    CUcontext ctx;
+    CUdevice dev;
+    tilert_status s = current_ctx(&ctx, &dev);
+    if (s) return s;
+    CU(drv.cuStreamSynchronize((CUstream)stream), "cuStreamSynchronize (an earlier launch may have failed)");
+    return TILERT_OK;
+}
+
+/* ---- modules ------------------------------------------------------------------------ */
+
+struct tilert_kernel {
+    tilert_module *mod;
+    const tilert_meta_kernel *meta;
+    CUfunction fn;          /* set once under mod->lock, before ready */
+    atomic_bool ready;      /* release/acquire: a launch that sees it set sees fn */
+};
+
+struct tilert_module {
+    tilert_meta meta;
+    tilert_kernel *kernels;
+    char arch[16];          /* "sm_90a": every kernel's (they agree) */
+    uint16_t sm;
+    uint8_t arch_flags;
+    bool inspect_only;
+    CUmodule cumod;
+    CUcontext ctx;
+    CUdevice dev;
+    tilert_device_info info;
+    pthread_mutex_t lock;
+};
+
+/* Checks and reads the image into a new module (no driver). */
+static tilert_status open_image(const void *image, size_t size, const char *what, tilert_module **out)
+{
+    char e[512];
+    tilert_elf_info ei;
+    tilert_status s = tilert_elf_inspect(image, size, &ei, e, sizeof e);
+    if (s) return err(s, "%s: %s", what, e);
+    tilert_module *m = calloc(1, sizeof *m);
+    if (!m) return err(TILERT_ERROR_OUT_OF_MEMORY, "%s: out of memory", what);
+    if (!tilert_meta_parse(ei.meta, ei.meta_len, &m->meta, e, sizeof e)) {
+        free(m);
+        return err(TILERT_ERROR_BAD_METADATA, "%s: %s", what, e);
+    }
+    const tilert_meta_kernel *k0 = &m->meta.kernels[0];
+    m->sm = k0->sm;
+    m->arch_flags = k0->arch_flags;
+    tilert_meta_format_arch(m->sm, m->arch_flags, m->arch, sizeof m->arch);
+    for (uint32_t i = 0; i < m->meta.nkernels; i++) {
+        const tilert_meta_kernel *k = &m->meta.kernels[i];
+        if (k->sm != m->sm || k->arch_flags != m->arch_flags || k->sm != ei.sm ||
+            (ei.arch_specific && !(k->arch_flags & TILERT_META_ARCH_SPECIFIC))) {
+            char ka[16];
+            tilert_meta_format_arch(k->sm, k->arch_flags, ka, sizeof ka);
+            s = err(TILERT_ERROR_ARCH_MISMATCH, "%s: kernel '%s' metadata says %s, but the cubin's code is for sm_%u%s",
+                    what, k->symbol, ka, ei.sm, ei.arch_specific ? "a" : "");
+            tilert_meta_free(&m->meta);
+            free(m);
+            return s;
+        }
+    }
+    m->kernels = calloc(m->meta.nkernels, sizeof *m->kernels);
+    if (!m->kernels) {
+        tilert_meta_free(&m->meta);
+        free(m);
+        return err(TILERT_ERROR_OUT_OF_MEMORY, "%s: out of memory", what);
+    }
+    for (uint32_t i = 0; i < m->meta.nkernels; i++) {
+        m->kernels[i].mod = m;
+        m->kernels[i].meta = &m->meta.kernels[i];
+        m->kernels[i].fn = NULL;
+        atomic_init(&m->kernels[i].ready, false);
+    }
+    pthread_mutex_init(&m->lock, NULL);
+    *out = m;
+    return TILERT_OK;
+}
+
+static void free_module(tilert_module *m)
+{
+    pthread_mutex_destroy(&m->lock);
+    free(m->kernels);
+    tilert_meta_free(&m->meta);
+    free(m);
+}
+
+tilert_status tilert_module_check_arch(const tilert_module *m, int cc_major, int cc_minor)
+{
+    if (!m) return err(TILERT_ERROR_INVALID_VALUE, "tilert_module_check_arch: module is NULL");
+    int major = m->sm / 10, minor = m->sm % 10;
+    bool exact = (m->arch_flags & TILERT_META_ARCH_SPECIFIC) != 0;
+    bool ok = major == cc_major && (exact ? minor == cc_minor : minor <= cc_minor);
+    if (ok) return TILERT_OK;
+    return err(TILERT_ERROR_ARCH_MISMATCH,
+               "the cubin was built for %s and does not run on this GPU (compute capability %d.%d, sm_%d%d); "
+               "rebuild with tilec --arch=sm_%d%d%s",
+               m->arch, cc_major, cc_minor, cc_major, cc_minor, cc_major, cc_minor, exact ? "a" : "");
+}
+
+static tilert_status load(const void *image, size_t size, const char *what, bool inspect, tilert_module **out)
+{
+    if (!out) return err(TILERT_ERROR_INVALID_VALUE, "%s: out is NULL", what);
+    *out = NULL;
+    if (!image && size) return err(TILERT_ERROR_INVALID_VALUE, "%s: image is NULL", what);
+    tilert_module *m = NULL;
+    tilert_status s = open_image(image, size, what, &m);
+    if (s) return s;
+    m->inspect_only = inspect;
+    if (!inspect) {
+        if ((s = current_ctx(&m->ctx, &m->dev)) || (s = device_info(m->dev, &m->info))) {
+            free_module(m);
+            return s;
+        }
+        if ((s = tilert_module_check_arch(m, m->info.cc_major, m->info.cc_minor))) {
+            char msg[sizeof last_error];
+            snprintf(msg, sizeof msg, "%s", last_error);
+            s = err(s, "%s: %s (device %d: %s)", what, msg, m->info.ordinal, m->info.name);
+            free_module(m);
+            return s;
+        }
+        CUresult r = drv.cuModuleLoadData(&m->cumod, image);
+        if (r != CUDA_SUCCESS) {
+            s = err(TILERT_ERROR_CUDA, "%s: cuModuleLoadData failed: %s (%s); driver version %d.%d", what,
+                    cu_errname(r), cu_errstr(r), drv.version / 1000, drv.version % 1000 / 10);
+            free_module(m);
+            return s;
+        }
+    }
+    *out = m;
+    return TILERT_OK;
+}
+
+tilert_status tilert_module_load_data(const void *image, size_t size, tilert_module **out)
+{
+    return load(image, size, "tilert_module_load_data", false, out);
+}
+tilert_status tilert_module_inspect_data(const void *image, size_t size, tilert_module **out)
+{
+    return load(image, size, "tilert_module_inspect_data", true, out);
+}
+
+static tilert_status load_file(const char *path, bool inspect, tilert_module **out)
+{
+    if (!out) return err(TILERT_ERROR_INVALID_VALUE, "tilert_module_load_file: out is NULL");
+    *out = NULL;
+    if (!path) return err(TILERT_ERROR_INVALID_VALUE, "tilert_module_load_file: path is NULL");
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        char eb[128];
+        return err(TILERT_ERROR_IO, "%s: cannot open: %s", path, strerror_r(errno, eb, sizeof eb));
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 1 << 16;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return err(TILERT_ERROR_OUT_OF_MEMORY, "%s: out of memory reading the file", path);
+            }
+            buf = nb;
+        }
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0) break;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return err(TILERT_ERROR_IO, "%s: read error", path);
+    }
+    tilert_status s = load(buf, len, path, inspect, out);
+    free(buf);
+    return s;
+}
+tilert_status tilert_module_load_file(const char *path, tilert_module **out) { return load_file(path, false, out); }
+tilert_status tilert_module_inspect_file(const char *path, tilert_module **out) { return load_file(path, true, out); }
+
+tilert_status tilert_module_unload(tilert_module *m)
+{
+    if (!m) return TILERT_OK;
+    tilert_status s = TILERT_OK;
+    if (m->cumod) {
+        /* cuModuleUnload acts on the module's context: make it current for the call */
+        CUresult r = drv.cuCtxPushCurrent(m->ctx);
+        if (r == CUDA_SUCCESS) {
+            r = drv.cuModuleUnload(m->cumod);
+            CUcontext popped;
+            drv.cuCtxPopCurrent(&popped);
+        }
+        if (r != CUDA_SUCCESS) s = cuerr(r, "cuModuleUnload");
+    }
+    free_module(m);
+    return s;
+}
+
+const char *tilert_module_arch(const tilert_module *m) { return m ? m->arch : ""; }
+int tilert_module_kernel_count(const tilert_module *m) { return m ? (int)m->meta.nkernels : 0; }
+tilert_kernel *tilert_module_kernel_at(tilert_module *m, int i)
+{
+    if (!m || i < 0 || (uint32_t)i >= m->meta.nkernels) {
+        err(TILERT_ERROR_INVALID_VALUE, "tilert_module_kernel_at: index %d out of range (%d kernels)", i,
+            tilert_module_kernel_count(m));
+        return NULL;
+    }
+    return &m->kernels[i];
+}
+
+/* ---- kernels ------------------------------------------------------------------------ */
+
+/* Resolves the CUfunction and raises the dynamic shared-memory limit, once. */
+static tilert_status kernel_ready(tilert_kernel *k)
+{
+    tilert_module *m = k->mod;
+    if (m->inspect_only)
+        return err(TILERT_ERROR_INSPECT_ONLY, "kernel '%s': the module was opened for inspection only; load it with "
+                   "tilert_module_load_file/data to launch", k->meta->symbol);
+    pthread_mutex_lock(&m->lock);
+    tilert_status s = TILERT_OK;
+    if (!atomic_load_explicit(&k->ready, memory_order_relaxed)) {
+        const tilert_meta_kernel *mk = k->meta;
+        CUfunction fn;
+        CUresult r = drv.cuModuleGetFunction(&fn, m->cumod, mk->symbol);
+        int maxthreads = 0, static_smem = 0;
+        if (r == CUDA_ERROR_NOT_FOUND) {
+            s = err(TILERT_ERROR_BAD_METADATA, "kernel '%s' is in the metadata but not in the cubin", mk->symbol);
+        } else if (r != CUDA_SUCCESS) {
+            s = cuerr(r, "cuModuleGetFunction");
+        } else if ((r = drv.cuFuncGetAttribute(&maxthreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn)) ||
+                   (r = drv.cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn))) {
+            s = cuerr(r, "cuFuncGetAttribute");
+        } else if ((int)mk->warps * 32 > maxthreads) {
+            s = err(TILERT_ERROR_RESOURCES, "kernel '%s' needs %d threads per block; with its registers the device "
+                    "allows %d", mk->symbol, mk->warps * 32, maxthreads);
+        } else if ((uint64_t)static_smem + mk->smem_dynamic > (uint64_t)m->info.max_smem_per_block_optin) {
+            s = err(TILERT_ERROR_RESOURCES, "kernel '%s' needs %d + %u bytes of shared memory; %s allows %d per block",
+                    mk->symbol, static_smem, mk->smem_dynamic, m->info.name, m->info.max_smem_per_block_optin);
+        } else if (mk->smem_dynamic > 48 * 1024 &&
+                   (r = drv.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                               (int)mk->smem_dynamic))) {
+            s = cuerr(r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+        } else {
+            k->fn = fn;
+            atomic_store_explicit(&k->ready, true, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return s;
+}
+
+tilert_status tilert_kernel_get(tilert_module *m, const char *name, tilert_kernel **out)
+{
+    if (!m || !name || !out) return err(TILERT_ERROR_INVALID_VALUE, "tilert_kernel_get: NULL module, name or out");
+    *out = NULL;
+    tilert_kernel *k = NULL;
+    for (uint32_t i = 0; i < m->meta.nkernels && !k; i++)
+        if (strcmp(m->meta.kernels[i].symbol, name) == 0) k = &m->kernels[i];
+    for (uint32_t i = 0; i < m->meta.nkernels && !k; i++)
+        if (strcmp(m->meta.kernels[i].source_name, name) == 0) k = &m->kernels[i];
+    if (!k) {
+        char list[700];
+        size_t n = 0;
+        list[0] = 0;
+        for (uint32_t i = 0; i < m->meta.nkernels && n < sizeof list - 8; i++) {
+            int w = snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", m->meta.kernels[i].symbol);
+            if (w < 0 || (size_t)w >= sizeof list - n) {
+                snprintf(list + n, sizeof list - n, ", ...");
+                break;
+            }
+            n += (size_t)w;
+        }
+        return err(TILERT_ERROR_NOT_FOUND, "no kernel '%s' in the module; it has: %s", name, list);
+    }
+    if (!m->inspect_only) {
+        tilert_status s = kernel_ready(k);
+        if (s) return s;
+    }
+    *out = k;
+    return TILERT_OK;
+}
+
+tilert_status tilert_kernel_get_info(const tilert_kernel *k, tilert_kernel_info *out)
+{
+    if (!k || !out) return err(TILERT_ERROR_INVALID_VALUE, "tilert_kernel_get_info: NULL kernel or out");
+    const tilert_meta_kernel *mk = k->meta;
+    *out = (tilert_kernel_info){mk->symbol, mk->source_name, k->mod->arch, (int)mk->nparams, (int)mk->nspecs,
+                                mk->warps, mk->smem_static, mk->smem_dynamic, mk->grid_rank};
+    return TILERT_OK;
+}
+
+tilert_status tilert_kernel_param(const tilert_kernel *k, int i, tilert_param_info *out)
+{
+    if (!k || !out) return err(TILERT_ERROR_INVALID_VALUE, "tilert_kernel_param: NULL kernel or out");
+    if (i < 0 || (uint32_t)i >= k->meta->nparams)
+        return err(TILERT_ERROR_INVALID_VALUE, "tilert_kernel_param: index %d out of range (%u parameters)", i,
+                   k->meta->nparams);
+    const tilert_meta_param *p = &k->meta->params[i];
+    *out = (tilert_param_info){p->name, (tilert_param_kind)p->kind, (tilert_dtype)p->dtype, p->rank};
+    return TILERT_OK;
+}
+
+tilert_status tilert_kernel_spec(const tilert_kernel *k, int i, const char **name, const char **value)
+{
+    if (!k || !name || !value) return err(TILERT_ERROR_INVALID_VALUE, "tilert_kernel_spec: NULL argument");
+    if (i < 0 || (uint32_t)i >= k->meta->nspecs)
+        return err(TILERT_ERROR_INVALID_VALUE, "tilert_kernel_spec: index %d out of range (%u values)", i,
+                   k->meta->nspecs);
+    *name = k->meta->specs[i].name;
+    *value = k->meta->specs[i].value;
+    return TILERT_OK;
+}
+
+/* ---- argument checks (no driver) --------------------------------------------------- */
+
+static void describe_param(char *b, size_t n, const tilert_meta_param *p)
+{
+    const char *dt = tilert_dtype_name((tilert_dtype)p->dtype);
+    if (p->kind == TILERT_PARAM_TENSOR) snprintf(b, n, "tensor<%s, %u>", dt, p->rank);
+    else if (p->kind == TILERT_PARAM_PTR) snprintf(b, n, "ptr<%s>", dt);
+    else snprintf(b, n, "%s", dt);
+}
+
+static void describe_arg(char *b, size_t n, const tilert_arg *a)
+{
+    const char *dt = tilert_dtype_name(a->dtype);
+    switch (a->kind) {
+    case TILERT_ARG_TENSOR: snprintf(b, n, "a tensor<%s, %d>", tilert_dtype_name(a->v.tensor.dtype), a->v.tensor.rank); break;
+    case TILERT_ARG_PTR: snprintf(b, n, "a ptr<%s>", dt); break;
+    case TILERT_ARG_INT: snprintf(b, n, "an integer %s", dt); break;
+    case TILERT_ARG_FLOAT: snprintf(b, n, "a float %s", dt); break;
+    case TILERT_ARG_BITS: snprintf(b, n, "the bits of a %s", dt); break;
+    default: snprintf(b, n, "an argument of unknown kind %d", (int)a->kind); break;
+    }
+}
+
+static bool int_fits(int64_t v, bool v_unsigned64, tilert_dtype dt)
+{
+    unsigned bits = (unsigned)tilert_dtype_size(dt) * 8;
+    if (dt == TILERT_I1) return !v_unsigned64 ? (v == 0 || v == 1) : ((uint64_t)v <= 1);
+    if (v_unsigned64 && v < 0) return dt == TILERT_U64; /* a u64 above INT64_MAX */
+    if (tilert_dtype_is_signed(dt)) return bits == 64 || (v >= -(INT64_C(1) << (bits - 1)) && v < (INT64_C(1) << (bits - 1)));
+    return v >= 0 && (bits == 64 || v < (INT64_C(1) << bits));
+}
+
+/* The kernel's PTX parameters built from checked arguments: values in slots, pointers to them in ptrs. */
+typedef struct KParams {
+    uint32_t n;
+    uint64_t slots[TILERT_META_MAX_KPARAMS];
+    void *ptrs[TILERT_META_MAX_KPARAMS];
+} KParams;
+
+static tilert_status check_args(const tilert_kernel *k, const tilert_arg *args, int nargs, KParams *kp)
+{
+    if (!k) return err(TILERT_ERROR_INVALID_VALUE, "kernel is NULL");
+    const tilert_meta_kernel *mk = k->meta;
+    if (nargs < 0 || (uint32_t)nargs != mk->nparams) {
+        char sig[400];
+        size_t n = 0;
+        sig[0] = 0;
+        for (uint32_t i = 0; i < mk->nparams && n < sizeof sig - 80; i++) {
+            char d[48];
+            describe_param(d, sizeof d, &mk->params[i]);
+            n += (size_t)snprintf(sig + n, sizeof sig - n, "%s%s: %s", i ? ", " : "", mk->params[i].name, d);
+        }
+        return err(TILERT_ERROR_ARG_COUNT, "kernel '%s' takes %u arguments (%s), got %d", mk->symbol, mk->nparams, sig,
+                   nargs);
+    }
+    if (mk->nparams && !args) return err(TILERT_ERROR_INVALID_VALUE, "kernel '%s': args is NULL", mk->symbol);
+    if (kp) kp->n = 0;
+    for (uint32_t i = 0; i < mk->nparams; i++) {
+        const tilert_meta_param *p = &mk->params[i];
+        const tilert_arg *a = &args[i];
+        tilert_dtype pdt = (tilert_dtype)p->dtype;
+        size_t esz = tilert_dtype_size(pdt);
+        char want[48], got[64];
+        describe_param(want, sizeof want, p);
+        describe_arg(got, sizeof got, a);
+#define BAD(code, ...)                                                                                    \
+    do {                                                                                                  \
+        char m_[400];                                                                                     \
+        snprintf(m_, sizeof m_, __VA_ARGS__);                                                             \
+        return err(code, "kernel '%s', argument %u ('%s'): %s", mk->symbol, i, p->name, m_);              \
+    } while (0)
+        uint64_t val = 0;
+        if (p->kind == TILERT_PARAM_TENSOR) {
+            if (a->kind != TILERT_ARG_TENSOR) BAD(TILERT_ERROR_ARG_TYPE, "expected %s, got %s", want, got);
+            const tilert_tensor *t = &a->v.tensor;
+            if (t->dtype != pdt || t->rank != p->rank) BAD(TILERT_ERROR_ARG_TYPE, "expected %s, got %s", want, got);
+            uintptr_t addr = (uintptr_t)t->data;
+            if (addr % 16) /* 16 is a multiple of every element size */
+                BAD(TILERT_ERROR_ARG_ALIGN, "tensor data %p is not 16-byte aligned (tensors need 16 bytes)", t->data);
+            for (int d = 0; d < t->rank; d++)
+                if (t->shape[d] < 0) BAD(TILERT_ERROR_ARG_VALUE, "shape[%d] = %lld is negative", d, (long long)t->shape[d]);
+            if (kp) {
+                kp->slots[kp->n++] = (uint64_t)addr;
+                for (int d = 0; d < t->rank; d++) kp->slots[kp->n++] = (uint64_t)t->shape[d];
+                for (int d = 0; d < t->rank; d++) kp->slots[kp->n++] = (uint64_t)t->stride[d];
+            }
+            continue;
+        }
+        if (p->kind == TILERT_PARAM_PTR) {
+            if (a->kind != TILERT_ARG_PTR || a->dtype != pdt) BAD(TILERT_ERROR_ARG_TYPE, "expected %s, got %s", want, got);
+            uintptr_t addr = (uintptr_t)a->v.ptr;
+            if (addr % esz)
+                BAD(TILERT_ERROR_ARG_ALIGN, "pointer %p is not aligned to its element size (%zu bytes)", a->v.ptr, esz);
+            val = (uint64_t)addr;
+        } else if (a->kind == TILERT_ARG_INT && tilert_dtype_is_int(a->dtype) && tilert_dtype_is_int(pdt)) {
+            if (!int_fits(a->v.i, a->dtype == TILERT_U64, pdt)) {
+                if (a->dtype == TILERT_U64) BAD(TILERT_ERROR_ARG_VALUE, "%llu does not fit %s", (unsigned long long)a->v.u, want);
+                BAD(TILERT_ERROR_ARG_VALUE, "%lld does not fit %s", (long long)a->v.i, want);
+            }
+            val = a->v.u;
+        } else if (a->kind == TILERT_ARG_FLOAT && (a->dtype == TILERT_F32 || a->dtype == TILERT_F64) &&
+                   (pdt == TILERT_F16 || pdt == TILERT_BF16 || pdt == TILERT_F32 || pdt == TILERT_F64)) {
+            double x = a->v.f;
+            if (pdt == TILERT_F64) memcpy(&val, &x, 8);
+            else if (pdt == TILERT_F32) {
+                float f = (float)x;
+                uint32_t b;
+                memcpy(&b, &f, 4);
+                val = b;
+            } else val = pdt == TILERT_F16 ? tilert_f64_to_f16_bits(x) : tilert_f64_to_bf16_bits(x);
+        } else if (a->kind == TILERT_ARG_BITS && a->dtype == pdt) {
+            if (esz < 8 && (a->v.bits >> (esz * 8)) != 0)
+                BAD(TILERT_ERROR_ARG_VALUE, "bit pattern 0x%llx is wider than %s", (unsigned long long)a->v.bits, want);
+            val = a->v.bits;
+        } else {
+            BAD(TILERT_ERROR_ARG_TYPE, "expected %s, got %s%s", want, got,
+                pdt == TILERT_F8E4M3 || pdt == TILERT_F8E5M2 ? " (pass fp8 scalars with tilert_arg_bits)" : "");
+        }
+        if (kp) kp->slots[kp->n++] = val;
+#undef BAD
+    }
+    return TILERT_OK;
+}
+
+static tilert_status compute_grid(const tilert_kernel *k, const tilert_arg *args, uint32_t grid[3])
+{
+    const tilert_meta_kernel *mk = k->meta;
+    if (mk->grid_rank == 0)
+        return err(TILERT_ERROR_NO_GRID, "kernel '%s' has no grid(...) clause: launch it with tilert_launch_grid",
+                   mk->symbol);
+    int64_t g[3] = {1, 1, 1};
+    char e[256];
+    if (!tilert_meta_eval_grid(mk, args, g, e, sizeof e)) return err(TILERT_ERROR_GRID, "kernel '%s': %s", mk->symbol, e);
+    static const int64_t lim[3] = {INT32_MAX, 65535, 65535};
+    for (int d = 0; d < 3; d++) {
+        if (g[d] < 0 || g[d] > lim[d])
+            return err(TILERT_ERROR_GRID, "kernel '%s': grid %c = %lld is outside [0, %lld]", mk->symbol, "xyz"[d],
+                       (long long)g[d], (long long)lim[d]);
+        grid[d] = (uint32_t)g[d];
+    }
+    return TILERT_OK;
+}
+
+tilert_status tilert_kernel_check(const tilert_kernel *k, const tilert_arg *args, int nargs, uint32_t grid[3])
+{
+    tilert_status s = check_args(k, args, nargs, NULL);
+    if (s || !grid) return s;
+    return compute_grid(k, args, grid);
+}
+
+/* ---- launch ---------------------------------------------------------------------------- */
+
+static tilert_status launch(tilert_kernel *k, void *stream, const uint32_t *grid_in, const tilert_arg *args, int nargs)
+{
+    KParams kp;
+    tilert_status s = check_args(k, args, nargs, &kp);
+    if (s) return s;
+    uint32_t grid[3];
+    if (grid_in) {
+        static const uint32_t lim[3] = {INT32_MAX, 65535, 65535};
+        for (int d = 0; d < 3; d++) {
+            if (grid_in[d] > lim[d])
+                return err(TILERT_ERROR_GRID, "kernel '%s': grid %c = %u is above %u", k->meta->symbol, "xyz"[d],
+                           grid_in[d], lim[d]);
+            grid[d] = grid_in[d];
+        }
+    } else if ((s = compute_grid(k, args, grid))) {
+        return s;
+    }
+    if (k->mod->inspect_only || !atomic_load_explicit(&k->ready, memory_order_acquire)) {
+        if ((s = kernel_ready(k))) return s;
+    }
+    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return TILERT_OK; /* empty launch */
+    tilert_module *m = k->mod;
+    CUcontext cur = NULL;
+    CU(drv.cuCtxGetCurrent(&cur), "cuCtxGetCurrent");
+    if (!cur) {
+        CU(drv.cuCtxSetCurrent(m->ctx), "cuCtxSetCurrent");
+    } else if (cur != m->ctx) {
+        CUdevice d = -1;
+        drv.cuCtxGetDevice(&d);
+        return err(TILERT_ERROR_CONTEXT, "kernel '%s': its module was loaded in the context of device %d (%s), but "
+                   "the current context is another one (device %d); load the module once per device",
+                   k->meta->symbol, m->info.ordinal, m->info.name, (int)d);
+    }
+    for (uint32_t i = 0; i < kp.n; i++) kp.ptrs[i] = &kp.slots[i];
+    CUresult r = drv.cuLaunchKernel(k->fn, grid[0], grid[1], grid[2], 32u * k->meta->warps, 1, 1,
+                                    k->meta->smem_dynamic, (CUstream)stream, kp.ptrs, NULL);
+    if (r != CUDA_SUCCESS) {
+        return err(r == CUDA_ERROR_OUT_OF_MEMORY ? TILERT_ERROR_OUT_OF_MEMORY : TILERT_ERROR_CUDA,
+                   "kernel '%s': cuLaunchKernel (grid %u x %u x %u, %u threads, %u bytes dynamic shared) failed: %s (%s)",
+                   k->meta->symbol, grid[0], grid[1], grid[2], 32u * k->meta->warps, k->meta->smem_dynamic,
+                   cu_errname(r), cu_errstr(r));
+    }
+    return TILERT_OK;
+}
+
+tilert_status tilert_launch(tilert_kernel *k, void *stream, const tilert_arg *args, int nargs)
+{
+    return launch(k, stream, NULL, args, nargs);
+}
+
+tilert_status tilert_launch_grid(tilert_kernel *k, void *stream, const uint32_t grid[3], const tilert_arg *args,
+                                 int nargs)
+{
+    if (!grid) return err(TILERT_ERROR_INVALID_VALUE, "tilert_launch_grid: grid is NULL");
+    return launch(k, stream, grid, args, nargs);
+}

@@ -1,0 +1,574 @@
+/* tilec.c: the compiler driver.
+ *
+ *   tilec FILE.tile|FILE.tir [options]      compile (today: to textual IR)
+ *   tilec run FILE --kernel NAME ...        run a kernel (run.c)
+ *
+ * The pipeline for one input reads top to bottom in driver_build_ir():
+ *   read -> (.tile) parse -> lower | (.tir) parse -> select kernels
+ *        -> verify -> passes (with dumps) -> emit.
+ * Exit status: 0 success, 1 a user error (diagnostics printed), 2 a bad
+ * command line (one line saying what, and a hint).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "../passes/pass.h"
+#include "run.h"
+
+#ifndef TILEC_VERSION
+#error "TILEC_VERSION is defined by tools/CMakeLists.txt"
+#endif
+#ifndef TILEC_LLVM_VERSION
+#error "TILEC_LLVM_VERSION is defined by tools/CMakeLists.txt"
+#endif
+
+typedef enum { EMIT_TOKENS, EMIT_AST, EMIT_IR } Emit;
+
+static const char *const emit_names[] = {"tokens", "ast", "ir"};
+/* --emit values of later stages, refused with a clear word until they exist */
+static const char *const emit_later[] = {"llvm", "ptx", "cubin", "header"};
+
+static const char usage_text[] =
+    "usage: tilec FILE.tile|FILE.tir [options]\n"
+    "       tilec run FILE --kernel NAME --interp ARG... [options]   (see tilec run --help)\n"
+    "\n"
+    "Compiles tile-language kernels.  Without --kernel, every kernel in FILE is\n"
+    "compiled with its default compile-time parameters.\n"
+    "\n"
+    "Options:\n"
+    "  -o FILE                  write the output to FILE ('-' or none: standard output)\n"
+    "  --emit=tokens|ast|ir     stop after lexing, parsing or the passes and print that (default: ir)\n"
+    "  --kernel NAME            compile only kernel NAME (in a .tir also a specialization symbol)\n"
+    "  -D NAME=VALUE            set a compile-time parameter (-D BLOCK=256, -DT=f16); repeatable\n"
+    "  --pass=NAME[,NAME...]    run these passes in this order instead of the default pipeline\n"
+    "  -O0                      run no passes (-O, -O1, -O2, -O3: the default pipeline;\n"
+    "                           a .tile runs it by default, a .tir only when -O is given)\n"
+    "  --dump-after=NAME|all    print the IR after pass NAME (or every pass) to stderr\n"
+    "  --ir-dump-dir=DIR        write those dumps to DIR/NN-KERNEL-PASS.tir instead\n"
+    "                           (without --dump-after: after every pass)\n"
+    "  --diagnostics-color=auto|always|never\n"
+    "                           colour in error messages (default: auto, on a terminal)\n"
+    "  -v                       print each stage and the time it took to stderr\n"
+    "  --version                print the version of tilec and of the LLVM it is built for\n"
+    "  -h, --help               print this help\n";
+
+/* ---- options both commands share -------------------------------------------- */
+
+static bool is_ident(const char *s, size_t n)
+{
+    if (n == 0 || (s[0] >= '0' && s[0] <= '9')) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+    }
+    return true;
+}
+
+static char *copy_n(const char *s, size_t n)
+{
+    char *p = tl_xmalloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = 0;
+    return p;
+}
+
+int driver_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("tilec: error: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\ntilec: run '%s --help' for the options\n", cmd);
+    return 2;
+}
+
+int driver_bad_option(const char *cmd, int c, char **argv)
+{
+    const char *arg = argv[optind - 1];
+    if (c == ':') {
+        if (optopt && optopt < 256) return driver_usage_error(cmd, "option '-%c' needs a value", optopt);
+        return driver_usage_error(cmd, "option '%s' needs a value", arg);
+    }
+    if (optopt && optopt < 256) return driver_usage_error(cmd, "unknown option '-%c'", optopt);
+    return driver_usage_error(cmd, "unknown option '%s'", arg);
+}
+
+static int add_define(DriverOpts *o, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || !is_ident(arg, (size_t)(eq - arg)) || !eq[1]) {
+        driver_usage_error(o->cmd, "-D wants NAME=VALUE, not '%s'", arg);
+        return -1;
+    }
+    size_t n = (size_t)(eq - arg);
+    for (uint32_t i = 0; i < o->ndefines; i++)
+        if (strlen(o->defines[i].name) == n && memcmp(o->defines[i].name, arg, n) == 0) {
+            free((char *)o->defines[i].name);
+            o->defines[i] = (FeDefine){copy_n(arg, n), eq + 1};
+            return 1;
+        }
+    FeDefine def = {copy_n(arg, n), eq + 1};
+    VEC_PUSH(o->defines, o->ndefines, o->definecap, def);
+    return 1;
+}
+
+static void unknown_pass(const char *cmd, const char *opt, const char *name)
+{
+    const char **names = tl_xcalloc(pass_count + 1, sizeof *names);
+    StrBuf known = {0};
+    for (size_t i = 0; i < pass_count; i++) {
+        names[i] = pass_table[i].name;
+        sb_printf(&known, i ? ", %s" : "%s", names[i]);
+    }
+    const char *near = diag_closest(name, names, pass_count);
+    if (near) driver_usage_error(cmd, "%s: unknown pass '%s'; did you mean '%s'?", opt, name, near);
+    else driver_usage_error(cmd, "%s: unknown pass '%s' (passes: %s)", opt, name, known.s ? known.s : "none");
+    sb_free(&known);
+    free(names);
+}
+
+/* Appends a comma-separated list of pass names (and "all" when allow_all) to *list. */
+static int add_pass_names(const char *cmd, const char ***list, uint32_t *n, uint32_t *cap, const char *arg,
+                          const char *opt, bool allow_all)
+{
+    const char *p = arg;
+    do {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == 0) {
+            driver_usage_error(cmd, "%s wants pass names, not '%s'", opt, arg);
+            return -1;
+        }
+        char *name = copy_n(p, len);
+        if (!(allow_all && strcmp(name, "all") == 0) && !pass_find(name)) {
+            unknown_pass(cmd, opt, name);
+            free(name);
+            return -1;
+        }
+        VEC_PUSH(*list, *n, *cap, name);
+        p = comma ? comma + 1 : NULL;
+    } while (p);
+    return 1;
+}
+
+int driver_common_opt(DriverOpts *o, int c, const char *arg)
+{
+    switch (c) {
+    case 'D': return add_define(o, arg);
+    case 'v': o->verbose = true; return 1;
+    case 'O':
+        o->opt_given = true;
+        if (!arg || strcmp(arg, "1") == 0 || strcmp(arg, "2") == 0 || strcmp(arg, "3") == 0) o->no_passes = false;
+        else if (strcmp(arg, "0") == 0) o->no_passes = true;
+        else {
+            driver_usage_error(o->cmd, "unknown optimization level '-O%s' (use -O0 or -O)", arg);
+            return -1;
+        }
+        return 1;
+    case OPT_KERNEL: o->kernel = arg; return 1;
+    case OPT_PASS: return add_pass_names(o->cmd, &o->passes, &o->npasses, &o->passcap, arg, "--pass", false);
+    case OPT_DUMP_AFTER:
+        return add_pass_names(o->cmd, &o->dump_after, &o->ndump_after, &o->dumpcap, arg, "--dump-after", true);
+    case OPT_IR_DUMP_DIR:
+        if (!*arg) {
+            driver_usage_error(o->cmd, "--ir-dump-dir wants a folder");
+            return -1;
+        }
+        o->dump_dir = arg;
+        return 1;
+    case OPT_COLOR:
+        if (strcmp(arg, "auto") == 0) o->color = DIAG_COLOR_AUTO;
+        else if (strcmp(arg, "always") == 0) o->color = DIAG_COLOR_ALWAYS;
+        else if (strcmp(arg, "never") == 0) o->color = DIAG_COLOR_NEVER;
+        else {
+            driver_usage_error(o->cmd, "--diagnostics-color wants auto, always or never, not '%s'", arg);
+            return -1;
+        }
+        return 1;
+    default: return 0;
+    }
+}
+
+void driver_opts_free(DriverOpts *o)
+{
+    for (uint32_t i = 0; i < o->ndefines; i++) free((char *)o->defines[i].name);
+    for (uint32_t i = 0; i < o->npasses; i++) free((char *)o->passes[i]);
+    for (uint32_t i = 0; i < o->ndump_after; i++) free((char *)o->dump_after[i]);
+    free(o->defines);
+    free(o->passes);
+    free(o->dump_after);
+    memset(o, 0, sizeof *o);
+}
+
+/* ---- reading the input ------------------------------------------------------- */
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+bool source_open(Source *s, const DriverOpts *o)
+{
+    memset(s, 0, sizeof *s);
+    s->path = o->input;
+    s->is_tir = has_suffix(o->input, ".tir");
+    diag_init(&s->diag, o->input, NULL, 0, stderr, o->color);
+    struct stat st;
+    if (stat(o->input, &st) == 0 && S_ISDIR(st.st_mode)) {
+        diag_error_noloc(&s->diag, "cannot read '%s': is a directory", o->input);
+        return false;
+    }
+    s->text = tl_read_file(o->input, &s->len);
+    if (!s->text) {
+        diag_error_noloc(&s->diag, "cannot read '%s': %s", o->input, strerror(errno));
+        return false;
+    }
+    s->diag.src = s->text;
+    s->diag.src_len = s->len;
+    return true;
+}
+
+void source_close(Source *s)
+{
+    diag_free(&s->diag);
+    free(s->text);
+    s->text = NULL;
+}
+
+/* ---- the pipeline --------------------------------------------------------------- */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void stage(const DriverOpts *o, const char *what, double since)
+{
+    if (o->verbose) fprintf(stderr, "tilec: %-8s %8.3f ms\n", what, (now() - since) * 1e3);
+}
+
+/* Whether the AST declares kernel `name`; if not, says so and lists those it declares. */
+static bool ast_has_kernel(const Ast *ast, const char *name, Diag *d)
+{
+    for (uint32_t i = 0; i < ast->ndecls; i++)
+        if (ast->decls[i]->kind == AST_KERNEL && strcmp(ast->decls[i]->name, name) == 0) return true;
+    const char **names = tl_xcalloc(ast->ndecls + 1, sizeof *names);
+    size_t n = 0;
+    StrBuf list = {0};
+    for (uint32_t i = 0; i < ast->ndecls; i++) {
+        if (ast->decls[i]->kind != AST_KERNEL) continue;
+        names[n] = ast->decls[i]->name;
+        sb_printf(&list, n ? ", %s" : "%s", names[n]);
+        n++;
+    }
+    diag_error_noloc(d, "no kernel named '%s' in '%s'", name, d->file);
+    const char *near = diag_closest(name, names, n);
+    if (near) diag_note(d, (SrcLoc){0, 0}, "did you mean '%s'?", near);
+    if (n) diag_note(d, (SrcLoc){0, 0}, "kernels in this file: %s", list.s);
+    else diag_note(d, (SrcLoc){0, 0}, "this file declares no kernel");
+    sb_free(&list);
+    free(names);
+    return false;
+}
+
+static IrModule *lower_tile(Source *s, const DriverOpts *o)
+{
+    Diag *d = &s->diag;
+    double t = now();
+    Ast *ast = ast_parse(s->path, s->text, s->len, d);
+    stage(o, "parse", t);
+    if (!ast || d->nerrors) {
+        if (ast) ast_free(ast);
+        return NULL;
+    }
+    IrModule *m = NULL;
+    if (!o->kernel || ast_has_kernel(ast, o->kernel, d)) {
+        FeOptions fo = {o->defines, o->ndefines, o->kernel};
+        t = now();
+        m = fe_lower(ast, &fo, d);
+        stage(o, "lower", t);
+        if (m && d->nerrors) {
+            ir_module_free(m);
+            m = NULL;
+        }
+    }
+    ast_free(ast);
+    return m;
+}
+
+/* --kernel on a .tir: keeps the kernels whose symbol or source name is `name`.
+ * The others move to the end of m->funcs, past m->nfuncs: still owned by the
+ * module, s->nhidden of them, until driver_free_ir counts them back in for
+ * ir_module_free. */
+static bool select_kernels(IrModule *m, Source *s, const char *name)
+{
+    uint32_t keep = 0;
+    for (uint32_t i = 0; i < m->nfuncs; i++) {
+        IrFunc *f = m->funcs[i];
+        if (strcmp(f->name, name) == 0 || strcmp(f->source_name, name) == 0) {
+            m->funcs[i] = m->funcs[keep];
+            m->funcs[keep++] = f;
+        }
+    }
+    if (keep) {
+        s->nhidden = m->nfuncs - keep;
+        m->nfuncs = keep;
+        return true;
+    }
+    StrBuf list = {0};
+    const char **names = tl_xcalloc(m->nfuncs + 1, sizeof *names);
+    for (uint32_t i = 0; i < m->nfuncs; i++) {
+        sb_printf(&list, i ? ", %s" : "%s", m->funcs[i]->name);
+        names[i] = m->funcs[i]->name;
+    }
+    Diag *d = &s->diag;
+    diag_error_noloc(d, "no kernel named '%s' in '%s'", name, s->path);
+    const char *near = diag_closest(name, names, m->nfuncs);
+    if (near) diag_note(d, (SrcLoc){0, 0}, "did you mean '%s'?", near);
+    if (m->nfuncs) diag_note(d, (SrcLoc){0, 0}, "kernels in this file: %s", list.s);
+    else diag_note(d, (SrcLoc){0, 0}, "this file declares no kernel");
+    sb_free(&list);
+    free(names);
+    return false;
+}
+
+void driver_free_ir(Source *s, IrModule *m)
+{
+    if (!m) return;
+    m->nfuncs += s->nhidden;
+    s->nhidden = 0;
+    ir_module_free(m);
+}
+
+/* mkdir -p */
+static bool make_dir(const char *path, Diag *d)
+{
+    char *p = tl_xstrdup(path);
+    bool ok = true;
+    for (char *q = p + 1;; q++) {
+        if (*q != '/' && *q) continue;
+        char c = *q;
+        *q = 0;
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            diag_error_noloc(d, "cannot create the dump folder '%s': %s", p, strerror(errno));
+            ok = false;
+            break;
+        }
+        *q = c;
+        if (!c) break;
+    }
+    struct stat st;
+    if (ok && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        diag_error_noloc(d, "cannot create the dump folder '%s': not a folder", path);
+        ok = false;
+    }
+    free(p);
+    return ok;
+}
+
+static bool run_passes(IrModule *m, Source *s, const DriverOpts *o)
+{
+    /* A .tile runs the default pipeline; a .tir is already IR, as a test or a
+     * dump wrote it, so it runs only the passes asked for (--pass or -O). */
+    if (o->npasses == 0 && (o->no_passes || (s->is_tir && !o->opt_given))) return true;
+    Diag *d = &s->diag;
+    PassDump dump = {o->dump_after, o->ndump_after, o->dump_dir, stderr};
+    if (o->dump_dir && !make_dir(o->dump_dir, d)) return false;
+    int errors = d->nerrors;
+    double t = now();
+    bool ok = pass_run_pipeline(m, o->passes, o->npasses, &dump, d);
+    stage(o, "passes", t);
+    if (!ok && d->nerrors == errors) diag_error_noloc(d, "cannot write the IR dumps: %s", strerror(errno));
+    return ok && d->nerrors == errors;
+}
+
+IrModule *driver_build_ir(Source *s, const DriverOpts *o)
+{
+    Diag *d = &s->diag;
+    IrModule *m;
+    if (!s->is_tir) {
+        m = lower_tile(s, o);
+    } else {
+        double t = now();
+        m = ir_parse(s->path, s->text, s->len, d);
+        stage(o, "parse", t);
+        if (m && d->nerrors) {
+            ir_module_free(m);
+            m = NULL;
+        }
+        if (m && o->kernel && !select_kernels(m, s, o->kernel)) {
+            ir_module_free(m);
+            m = NULL;
+        }
+    }
+    if (!m) return NULL;
+
+    double t = now();
+    bool valid = ir_verify_module(m, d, s->is_tir ? "parse" : "lower");
+    stage(o, "verify", t);
+    if (!valid) {
+        /* a .tir file may be wrong; IR the frontend built must not be */
+        if (!s->is_tir) tl_fatal("lower", "the IR lowered from '%s' does not verify (see above)", s->path);
+        driver_free_ir(s, m);
+        return NULL;
+    }
+    if (!run_passes(m, s, o)) {
+        driver_free_ir(s, m);
+        return NULL;
+    }
+    return m;
+}
+
+/* ---- tilec FILE ----------------------------------------------------------------- */
+
+static bool write_output(const char *path, const StrBuf *out, Diag *d)
+{
+    bool to_stdout = !path || strcmp(path, "-") == 0;
+    FILE *f = to_stdout ? stdout : fopen(path, "wb");
+    if (!f) {
+        diag_error_noloc(d, "cannot write '%s': %s", path, strerror(errno));
+        return false;
+    }
+    bool ok = out->len == 0 || fwrite(out->s, 1, out->len, f) == out->len;
+    ok = (to_stdout ? fflush(f) : fclose(f)) == 0 && ok;
+    if (!ok) diag_error_noloc(d, "cannot write '%s': %s", to_stdout ? "<stdout>" : path, strerror(errno));
+    return ok;
+}
+
+static int compile(const DriverOpts *o, Emit emit, const char *out_path)
+{
+    Source s;
+    if (!source_open(&s, o)) {
+        source_close(&s);
+        return 1;
+    }
+    StrBuf out = {0};
+    bool ok = false;
+    double t = now();
+    switch (emit) {
+    case EMIT_TOKENS:
+        ok = ast_dump_tokens(&out, s.path, s.text, s.len, &s.diag) && s.diag.nerrors == 0;
+        stage(o, "lex", t);
+        break;
+    case EMIT_AST: {
+        Ast *ast = ast_parse(s.path, s.text, s.len, &s.diag);
+        stage(o, "parse", t);
+        ok = ast && s.diag.nerrors == 0;
+        if (ok) ast_dump(&out, ast);
+        if (ast) ast_free(ast);
+        break;
+    }
+    case EMIT_IR: {
+        IrModule *m = driver_build_ir(&s, o);
+        ok = m != NULL;
+        if (ok) ir_print_module(&out, m);
+        driver_free_ir(&s, m);
+        break;
+    }
+    }
+    if (ok) ok = write_output(out_path, &out, &s.diag);
+    sb_free(&out);
+    source_close(&s);
+    return ok ? 0 : 1;
+}
+
+static void print_help(void)
+{
+    fputs(usage_text, stdout);
+    fputs("\nPasses (the default pipeline runs them all, in this order):\n", stdout);
+    for (size_t i = 0; i < pass_count; i++) printf("  %-24s %s\n", pass_table[i].name, pass_table[i].summary);
+}
+
+/* False after a usage error. */
+static bool parse_emit(const char *arg, Emit *emit)
+{
+    for (size_t i = 0; i < TL_COUNTOF(emit_names); i++)
+        if (strcmp(arg, emit_names[i]) == 0) {
+            *emit = (Emit)i;
+            return true;
+        }
+    for (size_t i = 0; i < TL_COUNTOF(emit_later); i++)
+        if (strcmp(arg, emit_later[i]) == 0) {
+            driver_usage_error("tilec", "--emit=%s is not available yet (the GPU backend is a later step); "
+                               "use tokens, ast or ir", arg);
+            return false;
+        }
+    driver_usage_error("tilec", "--emit wants tokens, ast or ir, not '%s'", arg);
+    return false;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "run") == 0) return run_main(argc - 1, argv + 1);
+
+    static const struct option longopts[] = {
+        {"emit", required_argument, NULL, OPT_EMIT},
+        {"kernel", required_argument, NULL, OPT_KERNEL},
+        {"pass", required_argument, NULL, OPT_PASS},
+        {"dump-after", required_argument, NULL, OPT_DUMP_AFTER},
+        {"ir-dump-dir", required_argument, NULL, OPT_IR_DUMP_DIR},
+        {"diagnostics-color", required_argument, NULL, OPT_COLOR},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    DriverOpts o = {.cmd = "tilec"};
+    Emit emit = EMIT_IR;
+    const char *out_path = NULL;
+    int rc = -1, c;
+    opterr = 0;
+    while (rc < 0 && (c = getopt_long(argc, argv, ":o:D:vO::h", longopts, NULL)) != -1) {
+        int r = driver_common_opt(&o, c, optarg);
+        if (r < 0) rc = 2;
+        if (r != 0) continue;
+        switch (c) {
+        case 'o': out_path = optarg; break;
+        case OPT_EMIT:
+            if (!parse_emit(optarg, &emit)) rc = 2;
+            break;
+        case OPT_VERSION:
+            printf("tilec %s\nbuilt for LLVM %s\n", TILEC_VERSION, TILEC_LLVM_VERSION);
+            rc = 0;
+            break;
+        case 'h':
+        case OPT_HELP:
+            print_help();
+            rc = 0;
+            break;
+        default: rc = driver_bad_option("tilec", c, argv); break;
+        }
+    }
+    if (rc < 0) {
+        if (optind >= argc) rc = driver_usage_error("tilec", "no input file");
+        else if (optind + 1 < argc)
+            rc = driver_usage_error("tilec", "more than one input file ('%s', '%s')", argv[optind], argv[optind + 1]);
+        else if (!has_suffix(argv[optind], ".tile") && !has_suffix(argv[optind], ".tir"))
+            rc = driver_usage_error("tilec", "'%s': unknown kind of input (expected FILE.tile or FILE.tir)",
+                                    argv[optind]);
+    }
+    if (rc < 0) {
+        o.input = argv[optind];
+        bool tir = has_suffix(o.input, ".tir");
+        if (tir && emit != EMIT_IR)
+            rc = driver_usage_error("tilec", "--emit=%s needs a .tile input", emit_names[emit]);
+        else if (tir && o.ndefines)
+            rc = driver_usage_error("tilec", "-D sets compile-time parameters of a .tile source; a .tir is "
+                                    "already specialized");
+    }
+    if (rc < 0) {
+        if (o.dump_dir && o.ndump_after == 0) VEC_PUSH(o.dump_after, o.ndump_after, o.dumpcap, tl_xstrdup("all"));
+        rc = compile(&o, emit, out_path);
+    }
+    driver_opts_free(&o);
+    return rc;
+}
