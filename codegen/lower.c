@@ -704,16 +704,37 @@ void cg_lower_FOR(Cg *cg, uint32_t opid, IrOp *op)
     uint32_t term = lower_block(cg, op->region[0]);
     if (term == UINT32_MAX) return;
     IrOp *y = ir_op(f, term);
-    LLVMValueRef next = LLVMBuildAdd(cg->b, iv, step, "iv.next");
-    add_incoming(cg, phis, args, opnd_list(cg, y, 0), nc);
-    LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b); /* conversions may have added blocks */
+    /* yielded registers, converted to the carried layouts (may open blocks) */
+    LLVMValueRef **yregs = ARENA_ARRAY(cg->scratch, LLVMValueRef *, nc ? nc : 1);
+    for (uint32_t i = 0; i < nc; i++) yregs[i] = regs_as(cg, opnd_list(cg, y, 0)[i], args[i]);
+    /* like the interpreter, a loop whose next index would leave its type stops */
+    char ovname[64];
+    const char *tn = LLVMTypeOf(lb) == cg->i64 ? "i64" : LLVMTypeOf(lb) == cg->i32 ? "i32"
+                   : LLVMTypeOf(lb) == cg->i16 ? "i16" : "i8";
+    snprintf(ovname, sizeof ovname, "llvm.%s.add.with.overflow.%s", sg ? "sadd" : "uadd", tn);
+    LLVMValueRef ovargs[2] = {iv, step};
+    LLVMTypeRef ovt[2] = {LLVMTypeOf(lb), cg->i1};
+    LLVMValueRef ov = cg_call_intrinsic(cg, ovname, LLVMStructTypeInContext(cg->ctx, ovt, 2, 0), ovargs, 2);
+    LLVMValueRef next = LLVMBuildExtractValue(cg->b, ov, 0, "iv.next");
+    LLVMValueRef wrapped = LLVMBuildExtractValue(cg->b, ov, 1, "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
+    for (uint32_t i = 0; i < nc; i++)
+        for (uint32_t r = 0; r < nregs_of(cg, args[i]); r++) LLVMAddIncoming(phis[i][r], &yregs[i][r], &latch, 1);
     LLVMAddIncoming(iv, &next, &latch, 1);
-    LLVMBuildBr(cg->b, head);
+    LLVMBuildCondBr(cg->b, wrapped, exit, head);
 
+    /* results: the carried values when the test fails, the yielded ones on overflow */
     LLVMPositionBuilderAtEnd(cg->b, exit);
     IrVal *res = ARENA_ARRAY(cg->scratch, IrVal, nc ? nc : 1);
     for (uint32_t i = 0; i < nc; i++) res[i] = ir_res(op, i);
-    define_from_phis(cg, res, phis, nc);
+    LLVMValueRef **rphis = make_phis(cg, res, nc);
+    for (uint32_t i = 0; i < nc; i++)
+        for (uint32_t r = 0; r < nregs_of(cg, res[i]); r++) {
+            LLVMValueRef in[2] = {phis[i][r], yregs[i][r]};
+            LLVMBasicBlockRef from[2] = {head, latch};
+            LLVMAddIncoming(rphis[i][r], in, from, 2);
+        }
+    define_from_phis(cg, res, rphis, nc);
 }
 
 void cg_lower_IF(Cg *cg, uint32_t opid, IrOp *op)

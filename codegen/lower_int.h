@@ -92,6 +92,23 @@ LLVMValueRef cg_cast(Cg *cg, LLVMValueRef x, DType from, bool from_ptr, DType to
  * of one float register of dtype dt (f16/bf16 computed in f32 and rounded). */
 LLVMValueRef cg_math_unary(Cg *cg, const char *fn, DType dt, LLVMValueRef x);
 
+/* lower_reduce.c: how the input bits of layout L relate to dim `axis`.  axis[k]:
+ * bits of input k (LL_REG/LANE/WARP) whose basis lies inside the axis' flat
+ * bits; rep[k]: bits with a zero basis (replication).  False where a basis
+ * mixes the axis with other dims or the non-zero bases are linearly dependent
+ * (an element held twice under different bits): the lowering needs neither. */
+typedef struct CgAxisBits {
+    uint32_t axis[LL_NIN], rep[LL_NIN];
+} CgAxisBits;
+bool cg_axis_bits(const Layout *L, int axis, CgAxisBits *out);
+/* For each coordinate bit p of dim `axis`, the input bit whose basis is exactly
+ * that flat bit (in: LayoutIn, idx: bit index): the order a scan walks.  False
+ * unless cg_axis_bits holds and every axis basis is a single flat bit. */
+typedef struct CgBitRef {
+    uint8_t in, idx;
+} CgBitRef;
+bool cg_axis_order(const Layout *L, int axis, CgBitRef *order);
+
 /* lower.c: the kernel entry (used by compile.c) */
 bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod, Arena *scratch,
                    uint32_t *smem_bytes, Diag *d);

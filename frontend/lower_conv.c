@@ -74,8 +74,12 @@ static bool operand_ok(Lower *L, const LVal *x, SrcLoc loc, const char *opname)
 
 static LVal const_of(Lower *L, LVal x, DType dt)
 {
-    if (dt_is_float(dt)) return fe_val(L, ir_const_float(&L->b, dt, x.kind == LV_FLOAT ? x.f : (double)x.i));
-    return fe_val(L, ir_const_int(&L->b, dt, x.i));
+    SrcLoc saved = L->b.loc;
+    if (x.loc.line) L->b.loc = x.loc;
+    IrVal v = dt_is_float(dt) ? ir_const_float(&L->b, dt, x.kind == LV_FLOAT ? x.f : (double)x.i)
+                              : ir_const_int(&L->b, dt, x.i);
+    L->b.loc = saved;
+    return fe_val(L, v);
 }
 
 LVal fe_materialize(Lower *L, LVal x, SrcLoc loc)
@@ -163,7 +167,11 @@ LVal fe_to_type(Lower *L, LVal x, IrType target, SrcLoc loc, const char *what)
 LVal fe_to_bool(Lower *L, LVal x, SrcLoc loc, const char *what)
 {
     if (x.kind == LV_ERR) return x;
-    if (x.kind == LV_INT) return const_of(L, fe_weak_int(x.i != 0), DT_I1);
+    if (x.kind == LV_INT) {
+        LVal b = fe_weak_bool(x.i != 0);
+        b.loc = x.loc;
+        return const_of(L, b, DT_I1);
+    }
     if (!is_num(&x) || dt_is_float((DType)x.ty.dt)) {
         diag_error(L->d, loc, "%s must be a boolean (i1) or an integer, got %s", what, sema_lv_str(L, &x));
         return fe_err();

@@ -70,7 +70,9 @@ static LVal name(Lower *L, const AstNode *e)
         diag_error(L->d, e->loc, "'%s' is a %s, not a value", e->name, sema_bind_kind_name((BindKind)p->kind));
         return fe_err();
     }
-    return p->val;
+    LVal v = p->val;
+    v.loc = e->loc;     /* a weak value used here becomes a CONST here */
+    return v;
 }
 
 /* A.ptr; A.shape and A.stride only indexed (see view_query). */
@@ -250,6 +252,7 @@ LVal fe_expr(Lower *L, const AstNode *e)
     SrcLoc saved = L->b.loc;
     L->b.loc = e->loc;
     LVal r = expr(L, e);
+    if ((r.kind == LV_INT || r.kind == LV_FLOAT) && r.loc.line == 0) r.loc = e->loc;
     L->b.loc = saved;
     fe_nest_leave(L);
     return r;

@@ -41,6 +41,7 @@ struct LVal {
     double f;
     LVal *items;        /* lowering arena */
     uint32_t nitems;
+    SrcLoc loc;         /* LV_INT/LV_FLOAT: where it was written; its CONST gets this location */
 };
 
 typedef enum BindKind {

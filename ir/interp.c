@@ -727,15 +727,14 @@ typedef struct BlockIter {
 
 static bool block_elem(BlockIter *it, uint64_t *ptr, int64_t size)
 {
-    int64_t elems = 0;
-    bool inside = true;
+    uint64_t elems = 0; /* wraps like pointer arithmetic: only an access is checked */
     for (int a = 0; a < it->t.rank; a++) {
-        int64_t c = it->off[a] + it->idx[a];
-        if (c < 0 || c >= it->v->vshape[a]) inside = false;
-        elems += c * it->v->vstride[a];
+        int64_t c;
+        if (__builtin_add_overflow(it->off[a], it->idx[a], &c) || c < 0 || c >= it->v->vshape[a]) return false;
+        elems += (uint64_t)c * (uint64_t)it->v->vstride[a];
     }
-    *ptr = ptr_add(it->v->vptr, (int64_t)((uint64_t)elems * (uint64_t)size));
-    return inside;
+    *ptr = ptr_add(it->v->vptr, (int64_t)(elems * (uint64_t)size));
+    return true;
 }
 
 static void block_next(BlockIter *it)
@@ -753,8 +752,8 @@ static void block_begin(Interp *in, const IrOp *op, BlockIter *it, IrType block_
     for (int a = 0; a < vt.rank; a++) {
         IrType ot = vty(in, ir_opnd(in->f, op, 1 + (uint32_t)a));
         int64_t o = scalar_int(in, op, 1 + (uint32_t)a);
-        /* an unsigned offset beyond INT64_MAX is far outside every view */
-        it->off[a] = dt_is_unsigned((DType)ot.dt) && o < 0 ? INT64_MAX / 2 : o;
+        /* an unsigned offset beyond INT64_MAX is outside every view */
+        it->off[a] = dt_is_unsigned((DType)ot.dt) && o < 0 ? INT64_MAX : o;
     }
 }
 

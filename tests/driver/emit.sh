@@ -39,11 +39,13 @@ check 1 err "no kernel named 'scale_row'" "$TILEC" "$kernels" --kernel scale_row
 grep -qF "did you mean 'scale_rows'?" stderr.txt || fail "no 'did you mean' for --kernel scale_row"
 grep -qF "kernels in this file: scale_rows, copy_half, fill_nogrid" stderr.txt || fail "the kernels are not listed"
 
-# .tir in, print -> parse -> print is identical, and the passes run on it
+# .tir in, print -> parse -> print is identical; a .tir runs the passes only when asked (-O)
 check 0 out "" "$TILEC" "$kernels" -O0 -o all.tir
 check 0 out "" "$TILEC" all.tir -O0 -o again.tir
 cmp -s all.tir again.tir || fail ".tir round trip differs"
-check 0 out "" "$TILEC" all.tir -o opt.tir
+check 0 out "" "$TILEC" all.tir -O -o opt.tir
+check 0 out "" "$TILEC" all.tir -o noopt.tir
+cmp -s noopt.tir all.tir || fail "a .tir without -O was changed by passes"
 check 0 out "" "$TILEC" "$kernels" -o opt2.tir
 cmp -s opt.tir opt2.tir || fail "the passes on the .tir differ from the passes on the .tile"
 check 0 out "copy_half" "$TILEC" all.tir --kernel copy_half

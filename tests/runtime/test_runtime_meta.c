@@ -14,6 +14,8 @@
 #include "codegen/meta_emit.h"
 #include "ir/ir.h"
 #include "meta.h"
+#include "rt_util.h"
+#include "tilert.h"
 
 /* ---- IR fixtures ------------------------------------------------------------- */
 
@@ -507,6 +509,50 @@ static void test_ptx_text(void **state)
     sb_free(&b);
 }
 
+/* The whole path codegen takes: IrFunc -> blob -> PTX declaration -> nvJitLink -> cubin -> libtilert. */
+static void test_through_a_cubin(void **state)
+{
+    Fix *fx = *state;
+    const IrFunc *fs[2] = {fx->vadd, fx->gemm};
+    CgMeta cm;
+    assert_true(cg_meta_build(fs, NULL, 2, "sm_90a", &fx->arena, &cm, &fx->d));
+    StrBuf ptx = {0};
+    sb_puts(&ptx, ".version 8.0\n.target sm_90a\n.address_size 64\n\n"
+                  ".visible .entry vadd__BLOCK_256(.param .u64 x, .param .u64 y, .param .u64 out, .param .u32 n)\n"
+                  "{\n    ret;\n}\n"
+                  ".visible .entry gemm__T_bf16__BM_128__BN_64(.param .u64 a, .param .u64 a0, .param .u64 a1,\n"
+                  "    .param .u64 as0, .param .u64 as1, .param .u64 b, .param .u64 b0, .param .u64 b1,\n"
+                  "    .param .u64 bs0, .param .u64 bs1, .param .u64 c, .param .u64 c0, .param .u64 c1,\n"
+                  "    .param .u64 cs0, .param .u64 cs1)\n{\n    ret;\n}\n");
+    cg_meta_ptx(&ptx, &cm);
+    char log[4096];
+    size_t len;
+    uint8_t *cubin = rt_nvjitlink(ptx.s, "sm_90a", &len, log, sizeof log);
+    sb_free(&ptx);
+    if (!cubin) {
+        print_message("SKIP: %s\n", log);
+        skip();
+    }
+    tilert_module *m;
+    if (tilert_module_inspect_data(cubin, len, &m) != TILERT_OK) fail_msg("%s", tilert_last_error());
+    tilert_kernel *k;
+    assert_int_equal(tilert_kernel_get(m, "gemm", &k), TILERT_OK);
+    tilert_kernel_info ki;
+    assert_int_equal(tilert_kernel_get_info(k, &ki), TILERT_OK);
+    assert_string_equal(ki.symbol, "gemm__T_bf16__BM_128__BN_64");
+    assert_string_equal(ki.arch, "sm_90a");
+    assert_int_equal(ki.warps, 4);
+    tilert_tensor t = tilert_tensor2d((void *)0x1000, TILERT_BF16, 4096, 1000);
+    tilert_arg a[3] = {tilert_arg_tensor(t), tilert_arg_tensor(t), tilert_arg_tensor(t)};
+    uint32_t g[3];
+    assert_int_equal(tilert_kernel_check(k, a, 3, g), TILERT_OK);
+    assert_int_equal(g[0], 32);
+    assert_int_equal(g[1], 16);
+    assert_int_equal(g[2], 1);
+    tilert_module_unload(m);
+    free(cubin);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -520,6 +566,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reader_rejects, setup, teardown),
         cmocka_unit_test(test_crc_and_conversions),
         cmocka_unit_test_setup_teardown(test_ptx_text, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_through_a_cubin, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -998,6 +998,94 @@ static void test_control_flow(void **state)
     kb_free(&k);
 }
 
+/* Builds `for i in range(lo, hi, step) { n += 1; s += i }` over dtype dt; stores (n, s). */
+static void build_count_loop(Kb *k, DType dt, int64_t lo, int64_t hi, int64_t step, IrVal o)
+{
+    IrType st = ir_ty_scalar(dt), it = ir_ty_scalar(DT_I64);
+    IrVal z = ci(k, DT_I64, 0);
+    uint32_t fop = ir_build(&k->b, IR_FOR, (IrVal[]){ci(k, dt, lo), ci(k, dt, hi), ci(k, dt, step), z, z}, 5,
+                            (IrType[]){it, it}, 2, NULL);
+    IrBlk body = k->f->ops[fop].region[0];
+    IrVal iv = ir_block_add_arg(k->f, body, st);
+    IrVal n = ir_block_add_arg(k->f, body, it), s = ir_block_add_arg(k->f, body, it);
+    IrBuilder outer = k->b;
+    ir_builder_at_end(&k->b, k->f, body);
+    IrVal iv64 = op1(k, IR_CAST, it, iv);
+    ir_build(&k->b, IR_YIELD, (IrVal[]){op2(k, IR_ADD, n, ci(k, DT_I64, 1)), op2(k, IR_ADD, s, iv64)}, 2, NULL, 0, NULL);
+    k->b = outer;
+    store(k, o, k->f->ops[fop].res, 0);
+    store(k, opn(k, IR_ADDPTR, ir_ty_ptr(DT_I64), (IrVal[]){o, ci(k, DT_I32, 1)}, 2, 0, 0), k->f->ops[fop].res + 1, 0);
+}
+
+/* loops whose next value would leave the induction type stop there (no wrap
+ * into an endless loop); unsigned loops count up; a loop that does not start
+ * leaves the initial values. */
+static void test_loop_edges(void **state)
+{
+    (void)state;
+    struct { DType dt; int64_t lo, hi, step, n, s; } cases[] = {
+        {DT_I32, INT32_MAX - 5, INT32_MAX, 4, 2, 2ll * INT32_MAX - 6},
+        {DT_I32, INT32_MIN + 5, INT32_MIN, -4, 2, 2ll * INT32_MIN + 6},
+        {DT_U8, 250, 255, 3, 2, 250 + 253},
+        {DT_U8, 0, 255, 200, 2, 200},
+        {DT_I8, -128, 127, 100, 3, -128 - 28 + 72},
+        {DT_I64, 5, 5, 1, 0, 0},
+        {DT_I64, INT64_MAX - 1, INT64_MAX, 7, 1, INT64_MAX - 1},
+    };
+    for (size_t c = 0; c < TL_COUNTOF(cases); c++) {
+        Kb k;
+        kb_new(&k);
+        IrVal o = prm(&k, "o", ir_ty_ptr(DT_I64));
+        build_count_loop(&k, cases[c].dt, cases[c].lo, cases[c].hi, cases[c].step, o);
+        ret(&k);
+        int64_t os[2];
+        InterpBuf bufs[] = {buf_of(os, sizeof os, "o")};
+        InterpArg args[] = {a_ptr(0)};
+        assert_true(run(&k, bufs, 1, args, 1, 1, 1, 10000));
+        if (os[0] != cases[c].n || os[1] != cases[c].s)
+            print_error("case %zu: n %lld s %lld\n", c, (long long)os[0], (long long)os[1]);
+        assert_true(os[0] == cases[c].n && os[1] == cases[c].s);
+        kb_free(&k);
+    }
+}
+
+/* block_load with a block-shaped `other` (the verifier allows a scalar or a block),
+ * and cumsum of f16 into f32 (the accumulation type) */
+static void test_block_other_tile_and_cumsum_acc(void **state)
+{
+    (void)state;
+    Kb k;
+    kb_new(&k);
+    IrVal a = prm(&k, "A", ir_ty_view(DT_F16, 2)), o = prm(&k, "o", ir_ty_ptr(DT_F32));
+    IrType bt = ty2(DT_F16, 4, 8);
+    IrVal other = op1(&k, IR_CAST, bt, op1(&k, IR_RESHAPE, ty2(DT_I32, 4, 8), arange(&k, 32)));
+    IrVal z = ci(&k, DT_I64, 1);
+    IrVal blk = opn(&k, IR_BLOCK_LOAD, bt, (IrVal[]){a, z, z, other}, 4, 0, 1);
+    IrVal cs = opn(&k, IR_CUMSUM, ty2(DT_F32, 4, 8), &blk, 1, 1, 0);
+    store(&k, ptr_at(&k, o, arange(&k, 32)), op1(&k, IR_RESHAPE, ty1(DT_F32, 32), cs), 0);
+    ret(&k);
+    uint16_t as[3 * 5];
+    double av[3 * 5];
+    for (int i = 0; i < 15; i++) {
+        av[i] = fp_round(DT_F16, rnd_f(1000));
+        as[i] = fp_to_f16(av[i]);
+    }
+    float os[32];
+    InterpBuf bufs[] = {buf_of(as, sizeof as, "A"), buf_of(os, sizeof os, "o")};
+    InterpArg args[] = {a_view2(0, 0, 3, 5, 5), a_ptr(1)};
+    assert_true(run(&k, bufs, 2, args, 1, 1, 1, 0));
+    for (int r = 0; r < 4; r++) {
+        float s = 0;
+        for (int c = 0; c < 8; c++) {
+            int ar = r + 1, ac = c + 1;
+            float v = ar < 3 && ac < 5 ? (float)av[ar * 5 + ac] : (float)(r * 8 + c);
+            s = c ? s + v : v;
+            assert_true(os[r * 8 + c] == s);
+        }
+    }
+    kb_free(&k);
+}
+
 static void test_print_and_assert(void **state)
 {
     (void)state;
@@ -1091,6 +1179,8 @@ int main(void)
         cmocka_unit_test(test_atomics),
         cmocka_unit_test(test_grid_order),
         cmocka_unit_test(test_control_flow),
+        cmocka_unit_test(test_loop_edges),
+        cmocka_unit_test(test_block_other_tile_and_cumsum_acc),
         cmocka_unit_test(test_print_and_assert),
         cmocka_unit_test(test_grid_clause),
         cmocka_unit_test(test_bad_arguments),

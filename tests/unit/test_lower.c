@@ -160,6 +160,11 @@ static void test_vadd(void **state)
     want_seq(f, f->grid, "const add const sub const div yield");
     IrOp *add = find_op(f, f->grid, IR_ADD);
     assert_int_equal(ir_opnd(f, add, 0), ir_blk(f, f->grid)->args[3]);
+    /* a weak value's CONST sits where the value is written: BLOCK in `program_id(0) * BLOCK` */
+    IrOp *blk = find_op(f, f->body, IR_CONST);
+    assert_int_equal(blk->attr.i, 1024);
+    assert_int_equal(blk->loc.line, 4);
+    assert_int_equal(blk->loc.col, 32);
     /* every op has a location; the store's is the call's */
     IrOp *st = find_op(f, f->body, IR_STORE);
     assert_int_equal(st->loc.line, 6);

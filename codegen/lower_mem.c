@@ -1,0 +1,728 @@
+/* lower_mem.c: global-memory ops: LOAD, STORE, BLOCK_LOAD, BLOCK_STORE and the atomics.
+ *
+ * Every access is planned per thread over the registers of the address
+ * operand's layout L (or the block's layout):
+ *   1. Operands (masks, values, `other`) are read in L (converted through
+ *      shared memory if the layout pass left them elsewhere; scalars splat).
+ *   2. Vector groups: when register bits 0..k-1 of L produce flat bits 0..k-1
+ *      (consecutive elements along the last dim) and nothing else in L touches
+ *      those bits, registers r0..r0+g-1 (r0 a multiple of g) hold elements
+ *      f0..f0+g-1 with f0 a multiple of g.  g is further capped at 16 bytes
+ *      and, for pointer tiles, at the static contiguity of the addresses along
+ *      the last dim (contig() below: arange, splat, add, addptr, broadcast,
+ *      expand_dims, widening casts); for blocks of a view, the contiguity is
+ *      the run-time fact stride[last] == 1.
+ *   3. A group is accessed with one predicated vector instruction (inline
+ *      PTX `@p ld.global.v4.b32` / `@p st.global.v4.b32`) where
+ *        p = contiguous && first address aligned to the vector && every mask bit,
+ *      and, branch-free, with one predicated scalar access per element where
+ *        p_i = mask_i && !p.
+ *      So masked-off elements never touch memory, a misaligned or ragged group
+ *      still works, and the common case is one 16-byte access.  Unmasked
+ *      accesses that cannot vectorize are plain LLVM loads and stores.
+ *   4. Stores and atomics run only in the unique owner of each element:
+ *      registers whose replicated bits (zero basis vectors) are set are
+ *      skipped statically, replicated lanes and warps are predicated off, so
+ *      no address is written twice (racecheck-clean) and no atomic applies
+ *      twice.  An atomic's old values are given back to the replicas through
+ *      registers (replicated register bits) or shared memory (lanes, warps).
+ *   5. Atomics: LLVM atomicrmw (add of ints, f16, bf16, f32, f64; max/min of
+ *      ints), which NVPTX lowers to atom.global.* (or expands to a CAS loop
+ *      where the arch lacks the instruction, e.g. bf16 add before sm_90, and
+ *      for 8/16-bit integers); float max/min are a cmpxchg loop around
+ *      llvm.maximum/minimum so NaN and -0 follow lang/SEMANTICS.md; CAS
+ *      compares bit patterns (cmpxchg on the integer of the same width).
+ *      i1 lives in a byte: add is xor, max is or, min is and.
+ *      Masked-off lanes give 0.  Lanes hitting one address apply in an order
+ *      the GPU chooses (the interpreter's row-major order is not kept).
+ *      atom.global.add.f32 flushes subnormal inputs and results to zero (PTX
+ *      ISA); the interpreter does not.
+ * i1 tiles are bytes in memory (0 or 1 written; any nonzero byte reads as 1).
+ */
+#include "lower_int.h"
+
+#include <string.h>
+
+/* ---- small helpers --------------------------------------------------------- */
+
+static LLVMValueRef k32(Cg *cg, uint32_t v) { return LLVMConstInt(cg->i32, v, 0); }
+static LLVMValueRef k64(Cg *cg, uint64_t v) { return LLVMConstInt(cg->i64, v, 0); }
+
+/* Storage type of one element: i1 is a byte. */
+static LLVMTypeRef store_type(Cg *cg, DType dt) { return dt == DT_I1 ? cg->i8 : cg_dtype(cg, dt); }
+
+static LLVMValueRef to_store(Cg *cg, DType dt, LLVMValueRef v)
+{
+    return dt == DT_I1 ? LLVMBuildZExt(cg->b, v, cg->i8, "") : v;
+}
+
+static LLVMValueRef from_store(Cg *cg, DType dt, LLVMValueRef v)
+{
+    return dt == DT_I1 ? LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstInt(cg->i8, 0, 0), "") : v;
+}
+
+/* Registers of v seen in layout L (n registers); scalars splat. */
+static LLVMValueRef *regs_in(Cg *cg, IrVal v, const Layout *L, uint32_t n)
+{
+    LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    const Layout *Lv = cg_layout(cg, v);
+    if (Lv && L && !layout_eq(Lv, L)) {
+        cg_convert_layout(cg, v, L, out);
+        return out;
+    }
+    for (uint32_t r = 0; r < n; r++) out[r] = cg_reg(cg, v, r);
+    return out;
+}
+
+/* Input bits of L whose basis is zero (they replicate). */
+static uint32_t replicated(const Layout *L, LayoutIn in)
+{
+    uint32_t m = 0;
+    for (int i = 0; i < L->nbits[in]; i++)
+        if (!L->basis[in][i]) m |= 1u << i;
+    return m;
+}
+
+/* i1: this thread is the unique owner of its registers' elements (NULL: every thread is). */
+static LLVMValueRef owner_pred(Cg *cg, const Layout *L)
+{
+    uint32_t rl = replicated(L, LL_LANE), rw = replicated(L, LL_WARP);
+    if (!rl && !rw) return NULL;
+    LLVMValueRef a = LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, cg->lane, k32(cg, rl), ""), k32(cg, 0), "");
+    LLVMValueRef b = LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, cg->warp, k32(cg, rw), ""), k32(cg, 0), "");
+    return LLVMBuildAnd(cg->b, a, b, "owner");
+}
+
+static LLVMValueRef and_opt(Cg *cg, LLVMValueRef a, LLVMValueRef b)
+{
+    if (!a) return b;
+    if (!b) return a;
+    return LLVMBuildAnd(cg->b, a, b, "");
+}
+
+/* ---- contiguity of address tiles along the last dim -------------------------- */
+
+/* Along the last dim, in runs aligned to multiples of their length:
+ * ctg: the value at coordinate c+i is the value at c plus i (i < ctg);
+ * cst: the value is constant over the run.  Both powers of two, >= 1. */
+typedef struct Axis {
+    uint32_t ctg, cst;
+} Axis;
+
+static uint32_t umin32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+
+static Axis contig(Cg *cg, IrVal v, int depth)
+{
+    IrFunc *f = cg->f;
+    IrType t = ir_vty(f, v);
+    Axis none = {1, 1};
+    if (t.kind != TY_TILE) return none;
+    uint32_t last = t.rank ? (uint32_t)t.dims[t.rank - 1] : 1;
+    Axis whole = {1, last};
+    uint32_t def = ir_def(f, v);
+    if (t.rank == 0) return (Axis){1, 1u << 30}; /* a scalar is constant everywhere */
+    if (def == UINT32_MAX || depth > 12) return none;
+    IrOp *op = ir_op(f, def);
+    IrVal a = op->nopnd > 0 ? ir_opnd(f, op, 0) : 0, b = op->nopnd > 1 ? ir_opnd(f, op, 1) : 0;
+    switch ((IrOpcode)op->opc) {
+    case IR_ARANGE: return (Axis){last, 1};
+    case IR_SPLAT: return whole;
+    case IR_BROADCAST: {
+        IrType at = ir_vty(f, a);
+        if (at.dims[t.rank - 1] == 1) return whole;
+        return contig(cg, a, depth + 1);
+    }
+    case IR_EXPAND_DIMS:
+        if (op->attr.i == t.rank - 1) return (Axis){1, 1}; /* the new last dim has size 1 */
+        return contig(cg, a, depth + 1);
+    case IR_CAST: {
+        IrType at = ir_vty(f, a);
+        Axis x = contig(cg, a, depth + 1);
+        /* integer widening keeps runs; anything else keeps only constancy */
+        if (dt_is_int((DType)at.dt) && dt_is_int((DType)t.dt) && at.dt != DT_I1 && !at.isptr && !t.isptr &&
+            dt_bits[t.dt] >= dt_bits[at.dt])
+            return x;
+        return (Axis){1, x.cst};
+    }
+    case IR_ADD:
+    case IR_ADDPTR: {
+        if (op->opc == IR_ADD && dt_is_float((DType)t.dt)) break;
+        Axis x = contig(cg, a, depth + 1), y = contig(cg, b, depth + 1);
+        Axis r = {1, umin32(x.cst, y.cst)};
+        if (x.ctg > 1 && y.cst > 1) r.ctg = umin32(x.ctg, y.cst);
+        if (y.ctg > 1 && x.cst > 1) r.ctg = TL_MAX(r.ctg, umin32(y.ctg, x.cst));
+        return r;
+    }
+    case IR_SUB: {
+        if (dt_is_float((DType)t.dt)) break;
+        Axis x = contig(cg, a, depth + 1), y = contig(cg, b, depth + 1);
+        Axis r = {1, umin32(x.cst, y.cst)};
+        if (x.ctg > 1 && y.cst > 1) r.ctg = umin32(x.ctg, y.cst);
+        return r;
+    }
+    default:
+        break;
+    }
+    /* any other elementwise op of operands constant along runs stays constant */
+    if (ir_opinfo[op->opc].flags & IR_ELEM) {
+        uint32_t c = last;
+        for (uint32_t i = 0; i < op->nopnd; i++) c = umin32(c, contig(cg, ir_opnd(f, op, i), depth + 1).cst);
+        return (Axis){1, c};
+    }
+    return none;
+}
+
+/* Registers per vector group of layout L: the low register bits that give
+ * consecutive flat bits of the last dim, untouched by any other input bit. */
+static uint32_t group_bits(const Layout *L)
+{
+    int last = L->rank - 1;
+    int k = 0;
+    while (k < L->nbits[LL_REG] && k < L->dimbits[last] && L->basis[LL_REG][k] == (1u << k)) k++;
+    uint32_t low = (1u << k) - 1;
+    for (int in = 0; in < LL_NIN; in++)
+        for (int i = in == LL_REG ? k : 0; i < L->nbits[in]; i++)
+            while (L->basis[in][i] & low) { /* another input reaches these bits: shrink */
+                k--;
+                low = (1u << k) - 1;
+            }
+    return (uint32_t)k;
+}
+
+/* Elements per access for layout L, elements of `esize` bytes, at most maxg. */
+static uint32_t group_size(const Layout *L, int esize, uint32_t maxg)
+{
+    uint32_t g = 1u << group_bits(L);
+    uint32_t cap = 16u / (uint32_t)esize;
+    g = umin32(g, umin32(cap, maxg));
+    return g ? g : 1;
+}
+
+/* ---- predicated PTX accesses -------------------------------------------------- */
+
+/* Words of a g-element group of esize-byte elements: count and bit width. */
+static void words_of(uint32_t g, int esize, uint32_t *nw, uint32_t *wbits)
+{
+    uint32_t bytes = g * (uint32_t)esize;
+    if (esize == 8) { *wbits = 64; *nw = bytes / 8; }
+    else if (bytes >= 4) { *wbits = 32; *nw = bytes / 4; }
+    else { *wbits = 16; *nw = 1; }
+}
+
+static char wconstraint(uint32_t wbits) { return wbits == 64 ? 'l' : wbits == 32 ? 'r' : 'h'; }
+
+static LLVMTypeRef wtype(Cg *cg, uint32_t wbits) { return wbits == 64 ? cg->i64 : wbits == 32 ? cg->i32 : cg->i16; }
+
+/* Elements (storage type st) <-> words: both views of one LLVM vector. */
+static LLVMValueRef *words_to_elems(Cg *cg, LLVMValueRef *w, uint32_t nw, uint32_t wbits, LLVMTypeRef st, uint32_t g)
+{
+    LLVMValueRef *e = ARENA_ARRAY(cg->scratch, LLVMValueRef, g);
+    if (nw == 1 && g == 1) {
+        e[0] = LLVMTypeOf(w[0]) == st ? w[0] : LLVMBuildBitCast(cg->b, w[0], st, "");
+        return e;
+    }
+    LLVMTypeRef wt = wtype(cg, wbits);
+    LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(wt, nw));
+    for (uint32_t i = 0; i < nw; i++) vec = LLVMBuildInsertElement(cg->b, vec, w[i], k32(cg, i), "");
+    LLVMValueRef ev = LLVMBuildBitCast(cg->b, vec, LLVMVectorType(st, g), "");
+    for (uint32_t i = 0; i < g; i++) e[i] = LLVMBuildExtractElement(cg->b, ev, k32(cg, i), "");
+    return e;
+}
+
+static LLVMValueRef *elems_to_words(Cg *cg, LLVMValueRef *e, uint32_t g, LLVMTypeRef st, uint32_t nw, uint32_t wbits)
+{
+    LLVMValueRef *w = ARENA_ARRAY(cg->scratch, LLVMValueRef, nw);
+    LLVMTypeRef wt = wtype(cg, wbits);
+    if (nw == 1 && g == 1) {
+        w[0] = LLVMTypeOf(e[0]) == wt ? e[0] : LLVMBuildBitCast(cg->b, e[0], wt, "");
+        return w;
+    }
+    LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(st, g));
+    for (uint32_t i = 0; i < g; i++) vec = LLVMBuildInsertElement(cg->b, vec, e[i], k32(cg, i), "");
+    LLVMValueRef wv = LLVMBuildBitCast(cg->b, vec, LLVMVectorType(wt, nw), "");
+    for (uint32_t i = 0; i < nw; i++) w[i] = LLVMBuildExtractElement(cg->b, wv, k32(cg, i), "");
+    return w;
+}
+
+static const char *ptx_wtype(uint32_t wbits, int esize, bool single_byte)
+{
+    if (single_byte) return "u8";
+    (void)esize;
+    return wbits == 64 ? "b64" : wbits == 32 ? "b32" : "b16";
+}
+
+/* `@pred ld.global` of nw words at p into words tied to `init` (returned as
+ * they were where pred is false).  A single byte loads into a 16-bit register. */
+static void pred_load(Cg *cg, LLVMValueRef p, LLVMValueRef pred, uint32_t nw, uint32_t wbits, bool byte,
+                      LLVMValueRef *init, LLVMValueRef *out)
+{
+    StrBuf text = {0}, cons = {0};
+    sb_printf(&text, "{ .reg .pred %%p; setp.ne.b32 %%p, $%u, 0; @%%p ld.global%s.%s ", nw + 1,
+              nw == 1 ? "" : nw == 2 ? ".v2" : ".v4", ptx_wtype(wbits, 0, byte));
+    if (nw == 1) sb_puts(&text, "$0");
+    else {
+        sb_putc(&text, '{');
+        for (uint32_t i = 0; i < nw; i++) sb_printf(&text, "%s$%u", i ? ", " : "", i);
+        sb_putc(&text, '}');
+    }
+    sb_printf(&text, ", [$%u]; }", nw);
+    char c = wconstraint(wbits);
+    for (uint32_t i = 0; i < nw; i++) sb_printf(&cons, "=%c,", c);
+    sb_puts(&cons, "l,r");
+    for (uint32_t i = 0; i < nw; i++) sb_printf(&cons, ",%u", i);
+    LLVMValueRef args[2 + 4];
+    args[0] = LLVMBuildPtrToInt(cg->b, p, cg->i64, "");
+    args[1] = LLVMBuildZExt(cg->b, pred, cg->i32, "");
+    for (uint32_t i = 0; i < nw; i++) args[2 + i] = init[i];
+    LLVMTypeRef wt = wtype(cg, wbits);
+    LLVMTypeRef ret = wt;
+    if (nw > 1) {
+        LLVMTypeRef el[4] = {wt, wt, wt, wt};
+        ret = LLVMStructTypeInContext(cg->ctx, el, nw, 0);
+    }
+    LLVMValueRef r = cg_inline_asm(cg, ret, text.s, cons.s, args, 2 + nw, true);
+    if (nw == 1) out[0] = r;
+    else
+        for (uint32_t i = 0; i < nw; i++) out[i] = LLVMBuildExtractValue(cg->b, r, i, "");
+    sb_free(&text);
+    sb_free(&cons);
+}
+
+/* `@pred st.global` of nw words at p. */
+static void pred_store(Cg *cg, LLVMValueRef p, LLVMValueRef pred, uint32_t nw, uint32_t wbits, bool byte,
+                       LLVMValueRef *w)
+{
+    StrBuf text = {0}, cons = {0};
+    sb_printf(&text, "{ .reg .pred %%p; setp.ne.b32 %%p, $1, 0; @%%p st.global%s.%s [$0], ",
+              nw == 1 ? "" : nw == 2 ? ".v2" : ".v4", ptx_wtype(wbits, 0, byte));
+    if (nw == 1) sb_puts(&text, "$2");
+    else {
+        sb_putc(&text, '{');
+        for (uint32_t i = 0; i < nw; i++) sb_printf(&text, "%s$%u", i ? ", " : "", 2 + i);
+        sb_putc(&text, '}');
+    }
+    sb_puts(&text, "; }");
+    sb_puts(&cons, "l,r");
+    for (uint32_t i = 0; i < nw; i++) sb_printf(&cons, ",%c", wconstraint(wbits));
+    sb_puts(&cons, ",~{memory}");
+    LLVMValueRef args[2 + 4];
+    args[0] = LLVMBuildPtrToInt(cg->b, p, cg->i64, "");
+    args[1] = LLVMBuildZExt(cg->b, pred, cg->i32, "");
+    for (uint32_t i = 0; i < nw; i++) args[2 + i] = w[i];
+    cg_inline_asm(cg, cg->vd, text.s, cons.s, args, 2 + nw, true);
+    sb_free(&text);
+    sb_free(&cons);
+}
+
+/* Element <-> the one word of a scalar access (bytes travel in 16-bit registers). */
+static LLVMValueRef elem_word(Cg *cg, LLVMValueRef e, int esize)
+{
+    if (esize == 1) return LLVMBuildZExt(cg->b, e, cg->i16, "");
+    LLVMTypeRef wt = esize == 8 ? cg->i64 : esize == 4 ? cg->i32 : cg->i16;
+    return LLVMTypeOf(e) == wt ? e : LLVMBuildBitCast(cg->b, e, wt, "");
+}
+
+static LLVMValueRef word_elem(Cg *cg, LLVMValueRef w, int esize, LLVMTypeRef st)
+{
+    if (esize == 1) return LLVMBuildTrunc(cg->b, w, cg->i8, "");
+    return LLVMTypeOf(w) == st ? w : LLVMBuildBitCast(cg->b, w, st, "");
+}
+
+/* ---- the access plan ----------------------------------------------------------- */
+
+/* One thread's accesses: per register its address, and (optionally) its mask.
+ * `vec_ok` is an extra condition for vector groups (NULL: none), `static_ok`
+ * says groups are known contiguous (else no vectors at all). */
+typedef struct Access {
+    DType dt;
+    uint32_t n, g;           /* registers, elements per group */
+    LLVMValueRef *ptr;       /* per register */
+    LLVMValueRef *mask;      /* per register i1, or NULL (all on) */
+    LLVMValueRef vec_ok;     /* i1 or NULL */
+    uint32_t skip;           /* register bits to skip (stores: replicated registers) */
+} Access;
+
+static LLVMValueRef aligned(Cg *cg, LLVMValueRef p, uint32_t bytes)
+{
+    LLVMValueRef a = LLVMBuildPtrToInt(cg->b, p, cg->i64, "");
+    return LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, a, k64(cg, bytes - 1), ""), k64(cg, 0), "");
+}
+
+/* Loads per Access; `other` per register (storage type) is the value of masked-off elements. */
+static void access_load(Cg *cg, const Access *A, LLVMValueRef *other, LLVMValueRef *out)
+{
+    int esize = dt_bytes(A->dt);
+    LLVMTypeRef st = store_type(cg, A->dt);
+    LLVMValueRef zero = LLVMConstNull(st);
+    for (uint32_t r0 = 0; r0 < A->n; r0 += A->g) {
+        uint32_t g = A->g;
+        if (g == 1 && !A->mask) { /* plain load */
+            LLVMValueRef v = LLVMBuildLoad2(cg->b, st, A->ptr[r0], "");
+            LLVMSetAlignment(v, (unsigned)esize);
+            out[r0] = v;
+            continue;
+        }
+        LLVMValueRef *cur = ARENA_ARRAY(cg->scratch, LLVMValueRef, g);
+        for (uint32_t i = 0; i < g; i++) cur[i] = other ? other[r0 + i] : zero;
+        LLVMValueRef vp = NULL;
+        if (g > 1) {
+            uint32_t nw, wbits;
+            words_of(g, esize, &nw, &wbits);
+            vp = and_opt(cg, A->vec_ok, aligned(cg, A->ptr[r0], g * (uint32_t)esize));
+            for (uint32_t i = 0; i < g && A->mask; i++) vp = LLVMBuildAnd(cg->b, vp, A->mask[r0 + i], "");
+            LLVMValueRef *w = elems_to_words(cg, cur, g, st, nw, wbits), wout[4];
+            pred_load(cg, A->ptr[r0], vp, nw, wbits, false, w, wout);
+            cur = words_to_elems(cg, wout, nw, wbits, st, g);
+        }
+        for (uint32_t i = 0; i < g; i++) {
+            LLVMValueRef p = A->mask ? A->mask[r0 + i] : LLVMConstInt(cg->i1, 1, 0);
+            if (vp) p = LLVMBuildAnd(cg->b, p, LLVMBuildNot(cg->b, vp, ""), "");
+            uint32_t wbits = esize == 8 ? 64 : esize == 4 ? 32 : 16;
+            LLVMValueRef w = elem_word(cg, cur[i], esize), wout;
+            pred_load(cg, A->ptr[r0 + i], p, 1, wbits, esize == 1, &w, &wout);
+            out[r0 + i] = word_elem(cg, wout, esize, st);
+        }
+    }
+}
+
+static void access_store(Cg *cg, const Access *A, LLVMValueRef *val)
+{
+    int esize = dt_bytes(A->dt);
+    LLVMTypeRef st = store_type(cg, A->dt);
+    for (uint32_t r0 = 0; r0 < A->n; r0 += A->g) {
+        uint32_t g = A->g;
+        if (r0 & A->skip) continue; /* group bits never replicate, so whole groups skip */
+        if (g == 1 && !A->mask) {
+            LLVMValueRef s = LLVMBuildStore(cg->b, val[r0], A->ptr[r0]);
+            LLVMSetAlignment(s, (unsigned)esize);
+            continue;
+        }
+        LLVMValueRef vp = NULL;
+        if (g > 1) {
+            uint32_t nw, wbits;
+            words_of(g, esize, &nw, &wbits);
+            vp = and_opt(cg, A->vec_ok, aligned(cg, A->ptr[r0], g * (uint32_t)esize));
+            for (uint32_t i = 0; i < g && A->mask; i++) vp = LLVMBuildAnd(cg->b, vp, A->mask[r0 + i], "");
+            LLVMValueRef *w = elems_to_words(cg, &val[r0], g, st, nw, wbits);
+            pred_store(cg, A->ptr[r0], vp, nw, wbits, false, w);
+        }
+        for (uint32_t i = 0; i < g; i++) {
+            LLVMValueRef p = A->mask ? A->mask[r0 + i] : LLVMConstInt(cg->i1, 1, 0);
+            if (vp) p = LLVMBuildAnd(cg->b, p, LLVMBuildNot(cg->b, vp, ""), "");
+            uint32_t wbits = esize == 8 ? 64 : esize == 4 ? 32 : 16;
+            LLVMValueRef w = elem_word(cg, val[r0 + i], esize);
+            pred_store(cg, A->ptr[r0 + i], p, 1, wbits, esize == 1, &w);
+        }
+    }
+}
+
+/* Registers of a store skipped statically, and the owner predicate folded into masks. */
+static void own_stores(Cg *cg, const Layout *L, Access *A)
+{
+    if (!L) { /* a scalar access: every thread holds it; thread 0 writes */
+        LLVMValueRef t0 = LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, k32(cg, 0), "");
+        LLVMValueRef *m = ARENA_ARRAY(cg->scratch, LLVMValueRef, 1);
+        m[0] = and_opt(cg, A->mask ? A->mask[0] : NULL, t0);
+        A->mask = m;
+        return;
+    }
+    A->skip = replicated(L, LL_REG);
+    LLVMValueRef own = owner_pred(cg, L);
+    if (!own) return;
+    LLVMValueRef *m = ARENA_ARRAY(cg->scratch, LLVMValueRef, A->n);
+    for (uint32_t r = 0; r < A->n; r++) m[r] = and_opt(cg, A->mask ? A->mask[r] : NULL, own);
+    A->mask = m;
+}
+
+static LLVMValueRef *masks_in(Cg *cg, IrOp *op, uint32_t i, const Layout *L, uint32_t n)
+{
+    if (op->nopnd <= i) return NULL;
+    LLVMValueRef *m = regs_in(cg, ir_opnd(cg->f, op, i), L, n);
+    for (uint32_t r = 0; r < n; r++)
+        if (LLVMTypeOf(m[r]) != cg->i1) m[r] = LLVMBuildICmp(cg->b, LLVMIntNE, m[r], LLVMConstNull(LLVMTypeOf(m[r])), "");
+    return m;
+}
+
+/* ---- LOAD / STORE ------------------------------------------------------------- */
+
+static uint32_t ptr_group(Cg *cg, IrVal ptrs, const Layout *L, DType dt)
+{
+    if (!L) return 1;
+    Axis a = contig(cg, ptrs, 0);
+    return group_size(L, dt_bytes(dt), a.ctg);
+}
+
+void cg_lower_LOAD(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    IrVal res = ir_res(op, 0), ptrs = ir_opnd(cg->f, op, 0);
+    DType dt = (DType)ir_vty(cg->f, res).dt;
+    const Layout *L = cg_layout(cg, res);
+    uint32_t n = L ? layout_nregs(L) : 1;
+    Access A = {.dt = dt, .n = n, .g = ptr_group(cg, ptrs, L, dt)};
+    A.ptr = regs_in(cg, ptrs, L, n);
+    A.mask = masks_in(cg, op, 1, L, n);
+    LLVMValueRef *other = NULL;
+    if (op->nopnd > 2) {
+        other = regs_in(cg, ir_opnd(cg->f, op, 2), L, n);
+        for (uint32_t r = 0; r < n; r++) other[r] = to_store(cg, dt, other[r]);
+    }
+    LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    access_load(cg, &A, other, out);
+    for (uint32_t r = 0; r < n; r++) out[r] = from_store(cg, dt, out[r]);
+    cg_define(cg, res, out, n);
+}
+
+void cg_lower_STORE(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    IrVal ptrs = ir_opnd(cg->f, op, 0);
+    IrType pt = ir_vty(cg->f, ptrs);
+    DType dt = (DType)pt.dt;
+    const Layout *L = cg_layout(cg, ptrs);
+    uint32_t n = L ? layout_nregs(L) : 1;
+    Access A = {.dt = dt, .n = n, .g = ptr_group(cg, ptrs, L, dt)};
+    A.ptr = regs_in(cg, ptrs, L, n);
+    A.mask = masks_in(cg, op, 2, L, n);
+    own_stores(cg, L, &A);
+    LLVMValueRef *val = regs_in(cg, ir_opnd(cg->f, op, 1), L, n);
+    for (uint32_t r = 0; r < n; r++) val[r] = to_store(cg, dt, val[r]);
+    access_store(cg, &A, val);
+}
+
+/* ---- BLOCK_LOAD / BLOCK_STORE ----------------------------------------------------- */
+
+/* Addresses and in-bounds masks of block `L` (type bt) of view operand 0 at
+ * offsets operands 1..rank; vectors need stride[last] == 1 at run time. */
+static void block_access(Cg *cg, IrOp *op, IrType bt, const Layout *L, Access *A)
+{
+    IrFunc *f = cg->f;
+    IrVal view = ir_opnd(f, op, 0);
+    CgVal *V = cg_val(cg, view);
+    int rank = bt.rank;
+    uint32_t n = L ? layout_nregs(L) : 1;
+    LLVMValueRef off[IR_MAXRANK];
+    for (int k = 0; k < rank; k++) {
+        IrVal o = ir_opnd(f, op, 1 + (uint32_t)k);
+        LLVMValueRef x = cg_reg(cg, o, 0);
+        DType odt = (DType)ir_vty(f, o).dt;
+        if (LLVMTypeOf(x) != cg->i64)
+            x = dt_is_signed(odt) ? LLVMBuildSExt(cg->b, x, cg->i64, "") : LLVMBuildZExt(cg->b, x, cg->i64, "");
+        off[k] = x;
+    }
+    A->n = n;
+    A->ptr = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    A->mask = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    LLVMTypeRef st = store_type(cg, A->dt);
+    LLVMValueRef toff = L ? cg_thread_offset(cg, L) : NULL;
+    for (uint32_t r = 0; r < n; r++) {
+        LLVMValueRef in = NULL, idx = k64(cg, 0);
+        for (int k = 0; k < rank; k++) {
+            LLVMValueRef c = off[k];
+            if (L && L->dimbits[k])
+                c = LLVMBuildAdd(cg->b, c, LLVMBuildZExt(cg->b, cg_coord(cg, L, toff, r, k), cg->i64, ""), "");
+            /* unsigned compare: negative coordinates are out of bounds too */
+            in = and_opt(cg, in, LLVMBuildICmp(cg->b, LLVMIntULT, c, V->shape[k], ""));
+            idx = LLVMBuildAdd(cg->b, idx, LLVMBuildMul(cg->b, c, V->stride[k], ""), "");
+        }
+        A->ptr[r] = LLVMBuildGEP2(cg->b, st, V->ptr, &idx, 1, "");
+        A->mask[r] = in ? in : LLVMConstInt(cg->i1, 1, 0);
+    }
+    A->g = L && rank ? group_size(L, dt_bytes(A->dt), 16) : 1;
+    if (A->g > 1) A->vec_ok = LLVMBuildICmp(cg->b, LLVMIntEQ, V->stride[rank - 1], k64(cg, 1), "unit_stride");
+}
+
+void cg_lower_BLOCK_LOAD(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    IrVal res = ir_res(op, 0);
+    IrType rt = ir_vty(cg->f, res);
+    DType dt = (DType)rt.dt;
+    const Layout *L = cg_layout(cg, res);
+    Access A = {.dt = dt};
+    block_access(cg, op, rt, L, &A);
+    LLVMValueRef *other = NULL;
+    if (op->attr.j) {
+        other = regs_in(cg, ir_opnd(cg->f, op, 1 + (uint32_t)rt.rank), L, A.n);
+        for (uint32_t r = 0; r < A.n; r++) other[r] = to_store(cg, dt, other[r]);
+    }
+    LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, A.n);
+    access_load(cg, &A, other, out);
+    for (uint32_t r = 0; r < A.n; r++) out[r] = from_store(cg, dt, out[r]);
+    cg_define(cg, res, out, A.n);
+}
+
+void cg_lower_BLOCK_STORE(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    IrType vt = ir_vty(cg->f, ir_opnd(cg->f, op, 0));
+    IrVal value = ir_opnd(cg->f, op, 1 + vt.rank);
+    IrType bt = ir_vty(cg->f, value);
+    DType dt = (DType)bt.dt;
+    const Layout *L = cg_layout(cg, value);
+    Access A = {.dt = dt};
+    block_access(cg, op, bt, L, &A);
+    own_stores(cg, L, &A);
+    LLVMValueRef *val = regs_in(cg, value, L, A.n);
+    for (uint32_t r = 0; r < A.n; r++) val[r] = to_store(cg, dt, val[r]);
+    access_store(cg, &A, val);
+}
+
+/* ---- atomics ---------------------------------------------------------------------- */
+
+static LLVMValueRef float_maxmin_loop(Cg *cg, LLVMValueRef p, LLVMValueRef v, DType dt, bool want_max)
+{
+    LLVMTypeRef ft = cg_dtype(cg, dt), it = LLVMIntTypeInContext(cg->ctx, dt_bits[dt]);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b);
+    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "atom.cas");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "atom.done");
+    LLVMValueRef first = LLVMBuildLoad2(cg->b, it, p, "");
+    LLVMSetVolatile(first, 1);
+    LLVMSetAlignment(first, (unsigned)dt_bytes(dt));
+    LLVMBuildBr(cg->b, loop);
+    LLVMPositionBuilderAtEnd(cg->b, loop);
+    LLVMValueRef old = LLVMBuildPhi(cg->b, it, "");
+    LLVMAddIncoming(old, &first, &pre, 1);
+    LLVMValueRef oldf = LLVMBuildBitCast(cg->b, old, ft, "");
+    LLVMValueRef ops[2] = {oldf, v};
+    const char *sfx = dt == DT_F32 ? "f32" : dt == DT_F64 ? "f64" : dt == DT_F16 ? "f16" : "bf16";
+    char name[48];
+    snprintf(name, sizeof name, "llvm.%s.%s", want_max ? "maximum" : "minimum", sfx);
+    LLVMValueRef nw = LLVMBuildBitCast(cg->b, cg_call_intrinsic(cg, name, ft, ops, 2), it, "");
+    LLVMValueRef cx = LLVMBuildAtomicCmpXchg(cg->b, p, old, nw, LLVMAtomicOrderingMonotonic,
+                                             LLVMAtomicOrderingMonotonic, 0);
+    LLVMValueRef seen = LLVMBuildExtractValue(cg->b, cx, 0, "");
+    LLVMValueRef ok = LLVMBuildExtractValue(cg->b, cx, 1, "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
+    LLVMAddIncoming(old, &seen, &latch, 1);
+    LLVMBuildCondBr(cg->b, ok, done, loop);
+    LLVMPositionBuilderAtEnd(cg->b, done);
+    return LLVMBuildBitCast(cg->b, seen, ft, "");
+}
+
+/* One element's atomic; returns the old value (element type). */
+static LLVMValueRef atomic_one(Cg *cg, IrOpcode opc, DType dt, LLVMValueRef p, LLVMValueRef v, LLVMValueRef desired)
+{
+    LLVMBuilderRef b = cg->b;
+    LLVMAtomicOrdering mo = LLVMAtomicOrderingMonotonic;
+    if (opc == IR_ATOMIC_CAS) {
+        LLVMTypeRef it = dt == DT_I1 ? cg->i8 : LLVMIntTypeInContext(cg->ctx, dt_bits[dt]);
+        LLVMValueRef e = to_store(cg, dt, v), d = to_store(cg, dt, desired);
+        if (LLVMTypeOf(e) != it) e = LLVMBuildBitCast(b, e, it, "");
+        if (LLVMTypeOf(d) != it) d = LLVMBuildBitCast(b, d, it, "");
+        LLVMValueRef cx = LLVMBuildAtomicCmpXchg(b, p, e, d, mo, mo, 0);
+        LLVMValueRef old = LLVMBuildExtractValue(b, cx, 0, "");
+        if (dt == DT_I1) return from_store(cg, dt, old);
+        return LLVMTypeOf(old) == cg_dtype(cg, dt) ? old : LLVMBuildBitCast(b, old, cg_dtype(cg, dt), "");
+    }
+    if (dt == DT_I1) {
+        LLVMAtomicRMWBinOp bop = opc == IR_ATOMIC_ADD ? LLVMAtomicRMWBinOpXor
+                               : opc == IR_ATOMIC_MAX ? LLVMAtomicRMWBinOpOr : LLVMAtomicRMWBinOpAnd;
+        return from_store(cg, dt, LLVMBuildAtomicRMW(b, bop, p, to_store(cg, dt, v), mo, 0));
+    }
+    if (dt_is_float(dt)) {
+        if (opc == IR_ATOMIC_ADD) return LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpFAdd, p, v, mo, 0);
+        return float_maxmin_loop(cg, p, v, dt, opc == IR_ATOMIC_MAX);
+    }
+    bool sg = dt_is_signed(dt);
+    LLVMAtomicRMWBinOp bop = opc == IR_ATOMIC_ADD ? LLVMAtomicRMWBinOpAdd
+                           : opc == IR_ATOMIC_MAX ? (sg ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpUMax)
+                                                  : (sg ? LLVMAtomicRMWBinOpMin : LLVMAtomicRMWBinOpUMin);
+    return LLVMBuildAtomicRMW(b, bop, p, v, mo, 0);
+}
+
+/* Replicas of each element receive the owner's old value: replicated
+ * registers copy in-thread, replicated lanes/warps read it back from shared memory. */
+static void share_old(Cg *cg, const Layout *L, DType dt, LLVMValueRef *out)
+{
+    uint32_t n = layout_nregs(L), rr = replicated(L, LL_REG);
+    for (uint32_t r = 0; r < n; r++)
+        if (r & rr) out[r] = out[r & ~rr];
+    LLVMValueRef own = owner_pred(cg, L);
+    if (!own) return;
+    LLVMTypeRef st = store_type(cg, dt);
+    uint32_t bytes = (1u << layout_total_bits(L)) * (uint32_t)dt_bytes(dt);
+    LLVMValueRef base = cg_smem(cg, bytes);
+    LLVMValueRef toff = cg_thread_offset(cg, L);
+    cg_barrier(cg);
+    LLVMBasicBlockRef stb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "atom.share");
+    LLVMBasicBlockRef ldb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "atom.shared");
+    LLVMBuildCondBr(cg->b, own, stb, ldb);
+    LLVMPositionBuilderAtEnd(cg->b, stb);
+    for (uint32_t r = 0; r < n; r++) {
+        if (r & rr) continue;
+        LLVMValueRef flat = LLVMBuildXor(cg->b, toff, k32(cg, layout_apply(L, r, 0, 0)), "");
+        LLVMBuildStore(cg->b, to_store(cg, dt, out[r]), LLVMBuildGEP2(cg->b, st, base, &flat, 1, ""));
+    }
+    LLVMBuildBr(cg->b, ldb);
+    LLVMPositionBuilderAtEnd(cg->b, ldb);
+    cg_barrier(cg);
+    for (uint32_t r = 0; r < n; r++) {
+        LLVMValueRef flat = LLVMBuildXor(cg->b, toff, k32(cg, layout_apply(L, r, 0, 0)), "");
+        out[r] = from_store(cg, dt, LLVMBuildLoad2(cg->b, st, LLVMBuildGEP2(cg->b, st, base, &flat, 1, ""), ""));
+    }
+    cg_barrier(cg);
+}
+
+static void lower_atomic(Cg *cg, IrOp *op)
+{
+    IrFunc *f = cg->f;
+    IrOpcode opc = (IrOpcode)op->opc;
+    IrVal res = ir_res(op, 0), ptrs = ir_opnd(f, op, 0);
+    DType dt = (DType)ir_vty(f, res).dt;
+    const Layout *L = cg_layout(cg, ptrs);
+    uint32_t n = L ? layout_nregs(L) : 1, nval = opc == IR_ATOMIC_CAS ? 2 : 1;
+    LLVMValueRef *p = regs_in(cg, ptrs, L, n);
+    LLVMValueRef *v = regs_in(cg, ir_opnd(f, op, 1), L, n);
+    LLVMValueRef *d = nval == 2 ? regs_in(cg, ir_opnd(f, op, 2), L, n) : NULL;
+    LLVMValueRef *m = masks_in(cg, op, 1 + nval, L, n);
+    Access A = {.dt = dt, .n = n, .g = 1, .ptr = p, .mask = m};
+    own_stores(cg, L, &A);
+    LLVMTypeRef et = cg_dtype(cg, dt);
+    LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    LLVMValueRef zero = LLVMConstNull(et);
+    for (uint32_t r = 0; r < n; r++) {
+        if (r & A.skip) continue;
+        if (!A.mask) {
+            out[r] = atomic_one(cg, opc, dt, p[r], v[r], d ? d[r] : NULL);
+            continue;
+        }
+        LLVMBasicBlockRef from = LLVMGetInsertBlock(cg->b);
+        LLVMBasicBlockRef dob = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "atom");
+        LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "atom.end");
+        LLVMBuildCondBr(cg->b, A.mask[r], dob, join);
+        LLVMPositionBuilderAtEnd(cg->b, dob);
+        LLVMValueRef old = atomic_one(cg, opc, dt, p[r], v[r], d ? d[r] : NULL);
+        LLVMBasicBlockRef end = LLVMGetInsertBlock(cg->b);
+        LLVMBuildBr(cg->b, join);
+        LLVMPositionBuilderAtEnd(cg->b, join);
+        LLVMValueRef phi = LLVMBuildPhi(cg->b, et, "");
+        LLVMValueRef in[2] = {zero, old};
+        LLVMBasicBlockRef bb[2] = {from, end};
+        LLVMAddIncoming(phi, in, bb, 2);
+        out[r] = phi;
+    }
+    if (L) {
+        share_old(cg, L, dt, out);
+    } else if (A.mask) { /* a scalar atomic ran in thread 0: everyone gets its old value */
+        LLVMValueRef base = cg_smem(cg, 8);
+        LLVMTypeRef st = store_type(cg, dt);
+        cg_barrier(cg);
+        LLVMBasicBlockRef stb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "atom.share");
+        LLVMBasicBlockRef ldb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "atom.shared");
+        LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, k32(cg, 0), ""), stb, ldb);
+        LLVMPositionBuilderAtEnd(cg->b, stb);
+        LLVMBuildStore(cg->b, to_store(cg, dt, out[0]), base);
+        LLVMBuildBr(cg->b, ldb);
+        LLVMPositionBuilderAtEnd(cg->b, ldb);
+        cg_barrier(cg);
+        out[0] = from_store(cg, dt, LLVMBuildLoad2(cg->b, st, base, ""));
+        cg_barrier(cg);
+    }
+    cg_define(cg, res, out, n);
+}
+
+void cg_lower_ATOMIC_ADD(Cg *cg, uint32_t opid, IrOp *op) { (void)opid; lower_atomic(cg, op); }
+void cg_lower_ATOMIC_MAX(Cg *cg, uint32_t opid, IrOp *op) { (void)opid; lower_atomic(cg, op); }
+void cg_lower_ATOMIC_MIN(Cg *cg, uint32_t opid, IrOp *op) { (void)opid; lower_atomic(cg, op); }
+void cg_lower_ATOMIC_CAS(Cg *cg, uint32_t opid, IrOp *op) { (void)opid; lower_atomic(cg, op); }

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# gpu-bundle.sh: builds what the GPU suite needs here and stages it in .gpu/ (ignored
+# by git) for one device call (../shared/DEVICE.md):
+#   run(command="cd .gpu && ./gpu-check 2>&1 | tee $OUT/log", carry=[".gpu"])
+# Contents: tilec linked statically against LLVM (runs on the GPU machine without
+# LLVM installed), libtilert and the GPU test programs, libcmocka.so.0, the cubins of
+# every example and stdlib kernel, the test inputs, bench/, and gpu-check.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$root/build-gpu}
+stage=$root/.gpu
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTILEC_LLVM_STATIC=ON >/dev/null
+cmake --build "$build" -j"$(nproc)"
+rm -rf "$stage"
+mkdir -p "$stage/bin" "$stage/lib" "$stage/cubin" "$stage/src"
+cp "$build/tools/tilec" "$stage/bin/"
+strip "$stage/bin/tilec"
+find "$build/tests" "$build/examples" -maxdepth 2 -type f -perm -u+x \
+  \( -name 'gpu_*' -o -name 'example_*' \) -exec cp {} "$stage/bin/" \; 2>/dev/null || true
+cp -L /usr/lib/x86_64-linux-gnu/libcmocka.so.0 "$stage/lib/"
+# sources the suite compiles on the device machine (tilec run --device --check)
+cp -r "$root/examples" "$root/stdlib" "$stage/src/"
+[ -d "$root/tests/gpu" ] && cp -r "$root/tests/gpu" "$stage/src/"
+[ -d "$root/bench" ] && cp -r "$root/bench" "$stage/"
+for f in "$root"/examples/*.tile "$root"/stdlib/*.tile; do
+  "$build/tools/tilec" "$f" --emit=cubin -o "$stage/cubin/$(basename "${f%.tile}").cubin"
+done
+cp "$root/tests/gpu/gpu-check" "$stage/gpu-check"
+du -sh "$stage"
