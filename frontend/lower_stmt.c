@@ -73,10 +73,10 @@ static IrVal final_value(Lower *L, const Carried *c, uint32_t k, IrVal fallback,
 {
     Binding *b = &L->binds[c->bind[k]];
     LVal v = b->val;
-    if (v.kind == LV_INT || v.kind == LV_FLOAT) v = fe_to_type(L, v, c->ty[k], loc, arena_printf(&L->arena, "var '%s'", b->name));
+    if (v.kind == LV_INT || v.kind == LV_FLOAT)
+        v = fe_to_type(L, v, c->ty[k], loc, arena_printf(&L->arena, "var '%s'", b->name));
     if (v.kind != LV_VAL) return fallback;
     if (!ir_ty_eq(v.ty, c->ty[k])) {
-        b = &L->binds[c->bind[k]];
         if (b->assigned.line) loc = b->assigned;
         diag_error(L->d, loc, "the type of var '%s' changes %s: %s before, %s after", b->name, where,
                    sema_ty_str(L, c->ty[k]), sema_ty_str(L, v.ty));
@@ -87,14 +87,13 @@ static IrVal final_value(Lower *L, const Carried *c, uint32_t k, IrVal fallback,
     return v.v;
 }
 
-static void yield(Lower *L, IrOpcode term, IrVal cond, const Carried *c, const IrVal *fallback, SrcLoc loc,
-                  const char *where)
+/* Ends the current region with YIELD of the carried vars' final values; a var
+ * in error yields its fallback (the region's own argument or entry value). */
+static void yield(Lower *L, const Carried *c, const IrVal *fallback, SrcLoc loc, const char *where)
 {
-    IrVal *o = tl_xmalloc(sizeof(IrVal) * (c->n + 1));
-    uint32_t n = 0;
-    if (term == IR_CONDITION) o[n++] = cond;
-    for (uint32_t k = 0; k < c->n; k++) o[n++] = final_value(L, c, k, fallback[k], loc, where);
-    ir_build(&L->b, term, o, n, NULL, 0, NULL);
+    IrVal *o = tl_xmalloc(sizeof(IrVal) * (c->n ? c->n : 1));
+    for (uint32_t k = 0; k < c->n; k++) o[k] = final_value(L, c, k, fallback[k], loc, where);
+    ir_build(&L->b, IR_YIELD, o, c->n, NULL, 0, NULL);
     free(o);
 }
 
@@ -135,7 +134,7 @@ static void region(Lower *L, IrBlk blk, AstNode *const *stmts, uint32_t n, const
     fe_stmts(L, stmts, n);
     sema_scope_pop(L, token);
     L->b.loc = loc;
-    yield(L, IR_YIELD, IR_NONE, c, fallback, loc, where);
+    yield(L, c, fallback, loc, where);
     L->b = saved;
 }
 
