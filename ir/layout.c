@@ -238,6 +238,356 @@ Layout layout_mma_b(IrType t, int wm, int wn)
     return L;
 }
 
+/* ---- shared-memory layouts ----------------------------------------------- */
+
+bool layout_gf2_invert(const uint32_t *m, int n, uint32_t *inv)
+{
+    /* Gauss-Jordan on the augmented rows [m[i] | e_i]: row i says "offset
+     * 1 << i maps to m[i]"; reducing the left half to the unit vectors leaves,
+     * in row j, the combination of inputs that maps to 1 << j. */
+    uint32_t a[LL_MAXBITS], b[LL_MAXBITS];
+    TL_ASSERT(n >= 0 && n <= LL_MAXBITS, "layout");
+    for (int i = 0; i < n; i++) {
+        a[i] = m[i];
+        b[i] = 1u << i;
+    }
+    for (int bit = 0; bit < n; bit++) {
+        int p = -1;
+        for (int i = bit; i < n; i++)
+            if (a[i] >> bit & 1) { p = i; break; }
+        if (p < 0) return false;
+        uint32_t t = a[p]; a[p] = a[bit]; a[bit] = t;
+        t = b[p]; b[p] = b[bit]; b[bit] = t;
+        for (int i = 0; i < n; i++)
+            if (i != bit && (a[i] >> bit & 1)) {
+                a[i] ^= a[bit];
+                b[i] ^= b[bit];
+            }
+    }
+    for (int j = 0; j < n; j++) {
+        if (a[j] != 1u << j) return false; /* bits of m beyond n: not square */
+        inv[j] = b[j];
+    }
+    return true;
+}
+
+static int ebytes_of(IrType t)
+{
+    return t.isptr ? 8 : dt_bytes((DType)t.dt);
+}
+
+static int sdim_off(const SharedLayout *S, int k)
+{
+    int off = 0;
+    for (int d = S->rank - 1; d > k; d--) off += S->dimbits[d];
+    return off;
+}
+
+static SharedLayout shared_init(IrType t, int contig, int swizzle)
+{
+    SharedLayout S;
+    memset(&S, 0, sizeof S);
+    TL_ASSERT(t.rank >= 1 && contig >= 0 && contig < t.rank, "layout");
+    S.rank = t.rank;
+    for (int d = 0; d < t.rank; d++) {
+        S.dimbits[d] = (uint8_t)ilog2(t.dims[d]);
+        S.nbits = (uint8_t)(S.nbits + S.dimbits[d]);
+    }
+    TL_ASSERT(S.nbits <= LL_MAXBITS, "layout");
+    S.ebytes = (uint8_t)ebytes_of(t);
+    S.swizzle = (int8_t)swizzle;
+    S.contig = (int8_t)contig;
+    return S;
+}
+
+/* Fills basis[] from inv[] (which the constructors build: where each flat bit goes). */
+static void shared_finish(SharedLayout *S)
+{
+    bool ok = layout_gf2_invert(S->inv, S->nbits, S->basis);
+    TL_ASSERT(ok, "layout");
+}
+
+SharedLayout layout_shared_plain(IrType t, int contig)
+{
+    SharedLayout S = shared_init(t, contig, LL_SWZ_PLAIN);
+    int pos = 0;
+    for (int i = -1; i < S.rank; i++) { /* contig first, then dims last to first */
+        int d = i < 0 ? contig : S.rank - 1 - i;
+        if (i >= 0 && d == contig) continue;
+        int off = sdim_off(&S, d);
+        for (int b = 0; b < S.dimbits[d]; b++) S.inv[off + b] = 1u << pos++;
+    }
+    shared_finish(&S);
+    return S;
+}
+
+uint32_t layout_swizzle_addr(int sw, uint32_t addr)
+{
+    if (sw <= 0) return addr;
+    return addr ^ (((addr >> 7) & ((1u << sw) - 1)) << 4);
+}
+
+uint32_t layout_swizzle_align(int sw)
+{
+    return sw <= 0 ? 16u : 128u << sw;
+}
+
+int layout_swizzle_for(IrType t, int contig)
+{
+    TL_ASSERT(contig >= 0 && contig < t.rank, "layout");
+    int64_t bytes = (int64_t)t.dims[contig] * ebytes_of(t);
+    if (bytes < 16) return -1;
+    int sw = LL_SWZ_NONE;
+    while (sw < LL_SWZ_128B && (16 << (sw + 1)) <= bytes) sw++;
+    return sw;
+}
+
+SharedLayout layout_shared_swizzled(IrType t, int contig, LayoutSwizzle sw)
+{
+    TL_ASSERT(t.rank == 2 && sw >= LL_SWZ_NONE && sw <= LL_SWZ_128B, "layout");
+    SharedLayout S = shared_init(t, contig, sw);
+    int strided = 1 - contig, e = ilog2(S.ebytes);
+    int eb = ilog2(16 << sw) - e;              /* log2 of the elements in one span */
+    int rb = S.dimbits[strided];
+    TL_ASSERT(S.dimbits[contig] >= eb, "layout"); /* a row must fill the span */
+    int coff = sdim_off(&S, contig), soff = sdim_off(&S, strided);
+    /* 1. unswizzled: contiguous bits within the span, then rows, then strips */
+    for (int b = 0; b < S.dimbits[contig]; b++)
+        S.inv[coff + b] = 1u << (b < eb ? b : b + rb);
+    for (int b = 0; b < rb; b++) S.inv[soff + b] = 1u << (eb + b);
+    /* 2. the swizzle is linear on byte addresses: apply it to each image */
+    for (int j = 0; j < S.nbits; j++) S.inv[j] = layout_swizzle_addr(sw, S.inv[j] << e) >> e;
+    shared_finish(&S);
+    return S;
+}
+
+uint32_t layout_shared_flat(const SharedLayout *S, uint32_t offset)
+{
+    uint32_t x = 0;
+    for (int i = 0; i < S->nbits; i++)
+        if (offset >> i & 1) x ^= S->basis[i];
+    return x;
+}
+
+uint32_t layout_shared_offset(const SharedLayout *S, uint32_t flat)
+{
+    uint32_t x = 0;
+    for (int j = 0; j < S->nbits; j++)
+        if (flat >> j & 1) x ^= S->inv[j];
+    return x;
+}
+
+Layout layout_shared_compose(const Layout *L, const SharedLayout *S)
+{
+    TL_ASSERT(L->rank == S->rank && !memcmp(L->dimbits, S->dimbits, sizeof L->dimbits), "layout");
+    Layout C;
+    memset(&C, 0, sizeof C);
+    C.rank = 1;
+    C.dimbits[0] = S->nbits;
+    for (int k = 0; k < LL_NIN; k++) {
+        C.nbits[k] = L->nbits[k];
+        for (int i = 0; i < L->nbits[k]; i++) C.basis[k][i] = layout_shared_offset(S, L->basis[k][i]);
+    }
+    return C;
+}
+
+int layout_shared_max_vec(const Layout *L, const SharedLayout *S)
+{
+    Layout C = layout_shared_compose(L, S);
+    int cap = ilog2(16 / S->ebytes), k = 0;
+    /* registers 0..2^k-1 at offsets o..o+2^k-1 with o aligned: reg bit i is
+     * offset bit i, and no other input touches the low k offset bits */
+    while (k < cap && k < C.nbits[LL_REG] && C.basis[LL_REG][k] == 1u << k) {
+        uint32_t low = (2u << k) - 1;
+        bool aligned = true;
+        for (int in = 0; in < LL_NIN; in++)
+            for (int i = in == LL_REG ? k + 1 : 0; i < C.nbits[in]; i++)
+                if (C.basis[in][i] & low) aligned = false;
+        if (!aligned) break;
+        k++;
+    }
+    return 1 << k;
+}
+
+BankCost layout_bank_cost(const Layout *L, const SharedLayout *S, int vec)
+{
+    TL_ASSERT(vec >= 1 && (vec & (vec - 1)) == 0 && vec <= layout_shared_max_vec(L, S), "layout");
+    Layout C = layout_shared_compose(L, S);
+    uint32_t w_bytes = (uint32_t)vec * S->ebytes;
+    uint32_t per_phase = w_bytes <= 4 ? 32 : 128 / w_bytes, phases = 32 / per_phase;
+    BankCost cost = {layout_nregs(&C) / (uint32_t)vec, 0, 0};
+    cost.ideal = cost.accesses * phases;
+    uint32_t words[32][32];
+    uint32_t nwords[32];
+    for (uint32_t w = 0; w < 1u << C.nbits[LL_WARP]; w++) {
+        uint32_t total = 0;
+        for (uint32_t a = 0; a < cost.accesses; a++)
+            for (uint32_t p = 0; p < phases; p++) {
+                memset(nwords, 0, sizeof nwords);
+                uint32_t worst = 1;
+                for (uint32_t l = p * per_phase; l < (p + 1) * per_phase; l++) {
+                    uint32_t addr = layout_apply(&C, a * (uint32_t)vec, l, w) * S->ebytes;
+                    for (uint32_t word = addr / 4; word <= (addr + w_bytes - 1) / 4; word++) {
+                        uint32_t bank = word % 32, i = 0;
+                        while (i < nwords[bank] && words[bank][i] != word) i++;
+                        if (i < nwords[bank]) continue; /* same word: broadcast */
+                        TL_ASSERT(nwords[bank] < 32, "layout");
+                        words[bank][nwords[bank]++] = word;
+                        if (nwords[bank] > worst) worst = nwords[bank];
+                    }
+                }
+                total += worst;
+            }
+        if (total > cost.wavefronts) cost.wavefronts = total;
+    }
+    return cost;
+}
+
+/* ---- wgmma --------------------------------------------------------------- */
+
+Layout layout_wgmma_acc(IrType t, int wgm, int wgn, int instr_n)
+{
+    TL_ASSERT(instr_n >= 8 && instr_n <= 256 && (instr_n & (instr_n - 1)) == 0, "layout");
+    TL_ASSERT(t.rank == 2 && t.dims[0] % (64 * wgm) == 0 && t.dims[1] % (instr_n * wgn) == 0, "layout");
+    Layout L;
+    init_shape(&L, t);
+    int cb = L.dimbits[1];      /* row bit j: flat bit cb + j; col bit j: flat bit j */
+    uint32_t *reg = L.basis[LL_REG], *lane = L.basis[LL_LANE], *warp = L.basis[LL_WARP];
+    /* 1. one warp's m16 x instr_n slice: the m16n8 accumulator fragment, repeated
+     *    over instr_n/8 column groups by registers i/4 */
+    reg[L.nbits[LL_REG]++] = 1u << 0;
+    lane[L.nbits[LL_LANE]++] = 1u << 1;
+    lane[L.nbits[LL_LANE]++] = 1u << 2;
+    for (int j = 0; j < 3; j++) lane[L.nbits[LL_LANE]++] = 1u << (cb + j);
+    reg[L.nbits[LL_REG]++] = 1u << (cb + 3);
+    int pos_c = 3, pos_r = 4;
+    for (; pos_c < ilog2(instr_n); pos_c++) reg[L.nbits[LL_REG]++] = 1u << pos_c;
+    /* 2. the four warps of a warpgroup: rows 16*w; then warpgroups, N first */
+    warp[L.nbits[LL_WARP]++] = 1u << (cb + pos_r++);
+    warp[L.nbits[LL_WARP]++] = 1u << (cb + pos_r++);
+    for (int i = 0; i < ilog2(wgn); i++) warp[L.nbits[LL_WARP]++] = 1u << pos_c++;
+    for (int i = 0; i < ilog2(wgm); i++) warp[L.nbits[LL_WARP]++] = 1u << (cb + pos_r++);
+    /* 3. registers repeat the 64 wgm x instr_n wgn tile: N, then M */
+    for (; pos_c < cb; pos_c++) reg[L.nbits[LL_REG]++] = 1u << pos_c;
+    for (; pos_r < L.dimbits[0]; pos_r++) reg[L.nbits[LL_REG]++] = 1u << (cb + pos_r);
+    return L;
+}
+
+Layout layout_wgmma_a(IrType t, int wgm, int wgn)
+{
+    int eb = ebytes_of(t);
+    TL_ASSERT(eb <= 4 && t.rank == 2 && t.dims[0] % (64 * wgm) == 0 && t.dims[1] % (32 / eb) == 0, "layout");
+    Layout L;
+    init_shape(&L, t);
+    int cb = L.dimbits[1], pe = ilog2(4 / eb); /* pe: column bits packed in one 32-bit register */
+    uint32_t *reg = L.basis[LL_REG], *lane = L.basis[LL_LANE], *warp = L.basis[LL_WARP];
+    /* lane 4g+q: register 0 (2^pe packed elements) at row g, cols
+     * (q << pe) + 0..2^pe-1; register 1 at row g+8; registers 2, 3 the same
+     * 4 << pe columns on, the other half of the instruction's 32-byte K step
+     * (bf16: a0..a7 at (g, 2q..2q+1), (g+8, ..), (g, 2q+8..), (g+8, 2q+8..)) */
+    int c = 0;
+    for (; c < pe; c++) reg[L.nbits[LL_REG]++] = 1u << c;
+    lane[L.nbits[LL_LANE]++] = 1u << c++;
+    lane[L.nbits[LL_LANE]++] = 1u << c++;
+    for (int j = 0; j < 3; j++) lane[L.nbits[LL_LANE]++] = 1u << (cb + j);
+    reg[L.nbits[LL_REG]++] = 1u << (cb + 3);
+    reg[L.nbits[LL_REG]++] = 1u << c++;       /* the second half of the 32-byte K step */
+    int pos_r = 4;
+    warp[L.nbits[LL_WARP]++] = 1u << (cb + pos_r++);
+    warp[L.nbits[LL_WARP]++] = 1u << (cb + pos_r++);
+    for (int i = 0; i < ilog2(wgn); i++) warp[L.nbits[LL_WARP]++] = 0;
+    for (int i = 0; i < ilog2(wgm); i++) warp[L.nbits[LL_WARP]++] = 1u << (cb + pos_r++);
+    for (; c < cb; c++) reg[L.nbits[LL_REG]++] = 1u << c;                              /* k steps */
+    for (; pos_r < L.dimbits[0]; pos_r++) reg[L.nbits[LL_REG]++] = 1u << (cb + pos_r); /* m tiles */
+    return L;
+}
+
+uint64_t layout_wgmma_desc(uint32_t smem_addr, LayoutSwizzle sw, uint32_t lbo, uint32_t sbo)
+{
+    static const uint64_t mode[4] = {0, 3, 2, 1}; /* none, 32B, 64B, 128B as PTX encodes them */
+    TL_ASSERT(sw >= LL_SWZ_NONE && sw <= LL_SWZ_128B, "layout");
+    TL_ASSERT(smem_addr % 16 == 0 && lbo % 16 == 0 && sbo % 16 == 0, "layout");
+    TL_ASSERT(smem_addr < 1u << 18 && lbo < 1u << 18 && sbo < 1u << 18, "layout");
+    return (uint64_t)(smem_addr >> 4) | (uint64_t)(lbo >> 4) << 16 | (uint64_t)(sbo >> 4) << 32 | mode[sw] << 62;
+}
+
+uint32_t layout_wgmma_desc_addr(uint64_t desc, bool k_major, int ebytes, int mn, int k)
+{
+    static const int swz_of_mode[4] = {LL_SWZ_NONE, LL_SWZ_128B, LL_SWZ_64B, LL_SWZ_32B};
+    uint32_t start = (uint32_t)(desc & 0x3FFF) << 4;
+    uint32_t lbo = (uint32_t)(desc >> 16 & 0x3FFF) << 4, sbo = (uint32_t)(desc >> 32 & 0x3FFF) << 4;
+    int sw = swz_of_mode[desc >> 62];
+    uint32_t span = 16u << sw, t = 16u / (uint32_t)ebytes, e = span / (uint32_t)ebytes;
+    uint32_t m = (uint32_t)mn, kk = (uint32_t)k, eb = (uint32_t)ebytes, a;
+    /* PTX's canonical layouts (T = 16 bytes of elements), in bytes:
+     *   K-major, none:     ((8,m),(T,2k)) : ((16, SBO), (eb, LBO))
+     *   K-major, span S:   ((8,m),(T,2k)) : ((S, SBO),  (eb, 16))
+     *   MN-major, none:    ((T,1,m),(8,k)) : ((eb, -, SBO), (16, LBO))
+     *   MN-major, span S:  ((T,S/16,m),(8,k)) : ((eb, 16, LBO), (S, SBO)) */
+    if (k_major) {
+        a = (m % 8) * span + (m / 8) * sbo;
+        a += sw == LL_SWZ_NONE ? (kk % t) * eb + (kk / t) * lbo : kk * eb;
+    } else if (sw == LL_SWZ_NONE) {
+        a = (m % t) * eb + (m / t) * sbo + (kk % 8) * 16 + (kk / 8) * lbo;
+    } else {
+        a = (m % e) * eb + (m / e) * lbo + (kk % 8) * span + (kk / 8) * sbo;
+    }
+    return layout_swizzle_addr(sw, start + a);
+}
+
+/* Byte offset in S of element (mn, k) of a wgmma operand (A [M, K], B [K, N]). */
+static uint32_t operand_off(const SharedLayout *S, WgmmaOperand op, int mn, int k)
+{
+    int kd = op == LL_WGMMA_A ? 1 : 0;
+    uint32_t c[2];
+    c[kd] = (uint32_t)k;
+    c[1 - kd] = (uint32_t)mn;
+    uint32_t flat = c[0] << S->dimbits[1] | c[1];
+    return layout_shared_offset(S, flat) * S->ebytes;
+}
+
+bool layout_wgmma_strides(const SharedLayout *S, WgmmaOperand op, int instr_mn, uint32_t *lbo, uint32_t *sbo)
+{
+    TL_ASSERT(S->rank == 2, "layout");
+    int kd = op == LL_WGMMA_A ? 1 : 0, md = 1 - kd, eb = S->ebytes;
+    if (eb > 4) return false;
+    int t = 16 / eb, ik = 32 / eb, mn_ext = 1 << S->dimbits[md], k_ext = 1 << S->dimbits[kd];
+    if (instr_mn > mn_ext || ik > k_ext) return false;
+    int sw = S->swizzle < 0 ? LL_SWZ_NONE : S->swizzle, e = (16 << sw) / eb;
+    bool k_major = S->contig == kd;
+    if (!k_major && eb != 2) return false; /* wgmma transposes only f16/bf16 */
+    /* the offsets of the elements the strides step to; a stride the
+     * instruction tile never takes is "not used, assumed 1" (16 bytes) */
+#define AT(mn, k) ((mn) < mn_ext && (k) < k_ext ? operand_off(S, op, (mn), (k)) : 16u)
+    uint32_t l = 16, s = 16;
+    if (k_major) {
+        s = AT(8, 0);
+        if (sw == LL_SWZ_NONE) l = AT(0, t);
+    } else if (sw == LL_SWZ_NONE) {
+        s = AT(t, 0);
+        l = AT(0, 8);
+    } else {
+        l = AT(e, 0);
+        s = AT(0, 8);
+    }
+#undef AT
+    if (!l || !s || l % 16 || s % 16 || l >= 1u << 18 || s >= 1u << 18) return false;
+    uint64_t d = layout_wgmma_desc(0, (LayoutSwizzle)sw, l, s);
+    for (int mn = 0; mn < instr_mn; mn++)
+        for (int k = 0; k < ik; k++)
+            if (layout_wgmma_desc_addr(d, k_major, eb, mn, k) != operand_off(S, op, mn, k)) return false;
+    *lbo = l;
+    *sbo = s;
+    return true;
+}
+
+uint32_t layout_wgmma_start(const SharedLayout *S, WgmmaOperand op, int mn0, int k0)
+{
+    /* the descriptor holds the address before the swizzle, which the
+     * hardware applies after adding the canonical offsets */
+    return layout_swizzle_addr(S->swizzle, operand_off(S, op, mn0, k0));
+}
+
 static void print_basis(StrBuf *b, const Layout *L, uint32_t v)
 {
     sb_putc(b, '[');
@@ -262,4 +612,19 @@ void layout_print(StrBuf *b, const Layout *L)
         sb_putc(b, ']');
     }
     sb_putc(b, '>');
+}
+
+void layout_shared_print(StrBuf *b, const SharedLayout *S)
+{
+    static const char *const names[] = {"none", "32B", "64B", "128B"};
+    sb_printf(b, "#shared<%s, contig=%d, offset=[", S->swizzle < 0 ? "plain" : names[S->swizzle], S->contig);
+    for (int i = 0; i < S->nbits; i++) {
+        sb_puts(b, i ? ",[" : "[");
+        for (int d = 0; d < S->rank; d++) {
+            uint32_t c = (S->basis[i] >> sdim_off(S, d)) & ((1u << S->dimbits[d]) - 1);
+            sb_printf(b, d ? ",%u" : "%u", c);
+        }
+        sb_putc(b, ']');
+    }
+    sb_puts(b, "]>");
 }
