@@ -17,6 +17,7 @@ typedef struct CgTarget {
     int opt_level;      /* 0..3 */
     bool lineinfo;      /* .loc and -lineinfo: on by default */
     bool verbose;       /* -v: registers, shared memory, spills per kernel */
+    bool debug;         /* -g: keep assert() in the kernels (dropped otherwise) */
 } CgTarget;
 
 /* Is `arch` one tilec targets?  Also gives the PTX ISA version it needs. */

@@ -491,6 +491,20 @@ void cg_lower_SPLAT(Cg *cg, uint32_t opid, IrOp *op)
  * to the operand's register holding the same element.  The layout pass picks
  * layouts that make this a register renaming; otherwise go through shared
  * memory. */
+/* Maps result flat-index bits v of a BROADCAST (layout L, type rt) to the
+ * operand's flat-index bits (layout Lx, type xt); identity otherwise. */
+static uint32_t to_operand_flat(const Layout *L, const Layout *Lx, IrType rt, IrType xt, bool broadcast, uint32_t v)
+{
+    if (!broadcast) return v;
+    uint32_t out = 0;
+    for (int k = 0; k < rt.rank; k++) {
+        if (xt.dims[k] != rt.dims[k] || !L->dimbits[k]) continue;
+        uint32_t bits = (v >> layout_dim_offset(L, k)) & ((1u << L->dimbits[k]) - 1);
+        out |= bits << layout_dim_offset(Lx, k);
+    }
+    return out;
+}
+
 static void regmap(Cg *cg, IrOp *op, bool broadcast)
 {
     IrVal res = ir_res(op, 0), x = ir_opnd(cg->f, op, 0);
@@ -502,21 +516,22 @@ static void regmap(Cg *cg, IrOp *op, bool broadcast)
         cg_define(cg, res, out, n);
         return;
     }
-    /* the flat index of the operand for a result flat index: drop broadcast dims' bits */
+    /* the operand's flat index of a result element: the bits of broadcast
+     * dims dropped, the kept dims' bits moved to the operand's offsets (for
+     * EXPAND_DIMS and RESHAPE the flat index is the same) */
     IrType rt = ir_vty(cg->f, res), xt = ir_vty(cg->f, x);
     uint32_t keep = 0xffffffffu;
     if (broadcast) {
         keep = 0;
         for (int k = 0; k < rt.rank; k++)
-            if (xt.dims[k] == rt.dims[k])
-                keep |= ((1u << L->dimbits[k]) - 1) << layout_dim_offset(L, k);
+            if (xt.dims[k] == rt.dims[k]) keep |= ((1u << L->dimbits[k]) - 1) << layout_dim_offset(L, k);
     }
-    bool same_threads = Lx->nbits[LL_REG] == L->nbits[LL_REG];
-    for (int k = 1; k < LL_NIN && same_threads; k++)
+    bool same_threads = true;
+    for (int k = 0; k < LL_NIN && same_threads; k++) {
+        same_threads = Lx->nbits[k] == L->nbits[k];
         for (int i = 0; i < L->nbits[k] && same_threads; i++)
-            same_threads = (L->basis[k][i] & keep) == Lx->basis[k][i];
-    for (int i = 0; i < L->nbits[LL_REG] && same_threads; i++)
-        same_threads = (L->basis[LL_REG][i] & keep) == Lx->basis[LL_REG][i];
+            same_threads = to_operand_flat(L, Lx, rt, xt, broadcast, L->basis[k][i]) == Lx->basis[k][i];
+    }
     if (!same_threads) {
         /* go through the canonical path: materialise the operand in the
          * result's thread mapping by a shared-memory round trip */
@@ -711,7 +726,7 @@ void cg_lower_FOR(Cg *cg, uint32_t opid, IrOp *op)
     char ovname[64];
     const char *tn = LLVMTypeOf(lb) == cg->i64 ? "i64" : LLVMTypeOf(lb) == cg->i32 ? "i32"
                    : LLVMTypeOf(lb) == cg->i16 ? "i16" : "i8";
-    snprintf(ovname, sizeof ovname, "llvm.%s.add.with.overflow.%s", sg ? "sadd" : "uadd", tn);
+    snprintf(ovname, sizeof ovname, "llvm.%s.with.overflow.%s", sg ? "sadd" : "uadd", tn);
     LLVMValueRef ovargs[2] = {iv, step};
     LLVMTypeRef ovt[2] = {LLVMTypeOf(lb), cg->i1};
     LLVMValueRef ov = cg_call_intrinsic(cg, ovname, LLVMStructTypeInContext(cg->ctx, ovt, 2, 0), ovargs, 2);
@@ -851,17 +866,19 @@ static void init_debug(Cg *cg, const char *file)
     size_t dirlen = base ? (size_t)(base - file) : 1;
     const char *dir = base ? file : ".";
     cg->di_file = LLVMDIBuilderCreateFile(cg->di, name, strlen(name), dir, dirlen);
+    /* Emission kind 3 is LLVM's DebugDirectivesOnly (not in the C enum): .loc
+     * lines without the `.target ..., debug` that would make ptxas refuse -O3. */
     LLVMDIBuilderCreateCompileUnit(cg->di, LLVMDWARFSourceLanguageC, cg->di_file, "tilec", 5, 1, "", 0, 0, "", 0,
-                                   LLVMDWARFEmissionLineTablesOnly, 0, 0, 0, "", 0, "", 0);
+                                   (LLVMDWARFEmissionKind)3, 0, 0, 0, "", 0, "", 0);
     LLVMMetadataRef sty = LLVMDIBuilderCreateSubroutineType(cg->di, cg->di_file, NULL, 0, LLVMDIFlagZero);
     const char *fname = LLVMGetValueName(cg->fn);
     cg->di_sp = LLVMDIBuilderCreateFunction(cg->di, cg->di_file, fname, strlen(fname), fname, strlen(fname),
                                             cg->di_file, cg->f->loc.line, sty, 0, 1, cg->f->loc.line,
                                             LLVMDIFlagZero, 1);
     LLVMSetSubprogram(cg->fn, cg->di_sp);
-    LLVMValueRef ver[3] = {LLVMConstInt(cg->i32, 2, 0), LLVMMDStringInContext(cg->ctx, "Debug Info Version", 18),
-                           LLVMConstInt(cg->i32, LLVMDebugMetadataVersion(), 0)};
-    LLVMAddNamedMetadataOperand(cg->mod, "llvm.module.flags", LLVMMDNodeInContext(cg->ctx, ver, 3));
+    if (!LLVMGetModuleFlag(cg->mod, "Debug Info Version", 18)) /* once per module */
+        LLVMAddModuleFlag(cg->mod, LLVMModuleFlagBehaviorWarning, "Debug Info Version", 18,
+                          LLVMValueAsMetadata(LLVMConstInt(cg->i32, LLVMDebugMetadataVersion(), 0)));
 }
 
 bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod, Arena *scratch, uint32_t *smem_bytes,

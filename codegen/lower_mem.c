@@ -670,7 +670,7 @@ static void lower_atomic(Cg *cg, IrOp *op)
     IrOpcode opc = (IrOpcode)op->opc;
     IrVal res = ir_res(op, 0), ptrs = ir_opnd(f, op, 0);
     DType dt = (DType)ir_vty(f, res).dt;
-    const Layout *L = cg_layout(cg, ptrs);
+    const Layout *L = cg_layout(cg, res);
     uint32_t n = L ? layout_nregs(L) : 1, nval = opc == IR_ATOMIC_CAS ? 2 : 1;
     LLVMValueRef *p = regs_in(cg, ptrs, L, n);
     LLVMValueRef *v = regs_in(cg, ir_opnd(f, op, 1), L, n);

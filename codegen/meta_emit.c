@@ -8,7 +8,9 @@
  *    ops on unsigned types use the unsigned opcodes; every op whose type is
  *    narrower than 64 bits is followed by WRAP, so the host computes exactly
  *    what the IR means (i32 arithmetic wraps at 32 bits).
- * 3. The serialization (and the same checks a reader makes) is the runtime's
+ * 3. The TMA descriptors codegen chose (CgKernelFacts.tma) are grouped by
+ *    parameter, in their order, and checked with the runtime's own rules.
+ * 4. The serialization (and the same checks a reader makes) is the runtime's
  *    own writer, tilert_meta_write: one definition of the format.
  */
 #include "meta_emit.h"
@@ -217,6 +219,74 @@ static bool emit_grid(const IrFunc *f, Arena *a, tilert_meta_kernel *k, Diag *d)
     return g.ok;
 }
 
+/* ---- TMA descriptors ------------------------------------------------------------ */
+
+/* Attaches facts' descriptors to the parameters ps[0..f->nparams) (arrays in the arena). */
+static bool emit_tma(const IrFunc *f, const CgKernelFacts *facts, uint16_t sm, Arena *a, tilert_meta_param *ps,
+                     Diag *d)
+{
+    if (!facts || facts->ntma == 0) return true;
+    if (!facts->tma || facts->ntma > TILERT_META_MAX_TMA) {
+        diag_error(d, f->loc, "kernel '%s' asks for %u TMA descriptors (at most %d)", f->source_name, facts->ntma,
+                   TILERT_META_MAX_TMA);
+        return false;
+    }
+    if (sm < 90) {
+        diag_error(d, f->loc, "kernel '%s' uses TMA, which needs sm_90 or later (compiling for sm_%u)",
+                   f->source_name, sm);
+        return false;
+    }
+    bool ok = true;
+    for (uint32_t j = 0; j < facts->ntma; j++) {
+        const CgTmaDesc *t = &facts->tma[j];
+        if (t->param >= f->nparams || ps[t->param].kind != TILERT_PARAM_TENSOR) {
+            diag_error(d, f->loc, "kernel '%s': TMA descriptor %u is for parameter %u, which is not a tensor view",
+                       f->source_name, j, t->param);
+            ok = false;
+            continue;
+        }
+        ps[t->param].ntma++;
+    }
+    if (!ok) return false;
+    for (uint32_t p = 0; p < f->nparams; p++) {
+        if (!ps[p].ntma) continue;
+        tilert_meta_tma *arr = ARENA_ARRAY(a, tilert_meta_tma, ps[p].ntma);
+        unsigned n = 0;
+        for (uint32_t j = 0; j < facts->ntma; j++) {
+            const CgTmaDesc *t = &facts->tma[j];
+            if (t->param != p) continue;
+            tilert_meta_tma *m = &arr[n];
+            char err[320];
+            bool box_ok = t->rank >= 1 && t->rank <= TILERT_TMA_MAX_RANK;
+            for (unsigned i = 0; box_ok && i < t->rank; i++) box_ok = t->box[i] <= 0xFFFF;
+            if (!box_ok) {
+                diag_error(d, f->loc, "kernel '%s', parameter '%s': TMA descriptor %u has rank %u or a box extent "
+                           "out of range", f->source_name, f->params[p].name, n, t->rank);
+                ok = false;
+                n++;
+                continue;
+            }
+            m->dtype = (uint8_t)(t->has_dtype ? rt_dtype(t->dtype) : (tilert_dtype)ps[p].dtype);
+            m->rank = t->rank;
+            m->swizzle = t->swizzle;
+            m->l2_promotion = t->l2_promotion;
+            m->oob_fill = t->oob_nan ? TILERT_TMA_OOB_NAN : TILERT_TMA_OOB_ZERO;
+            for (unsigned i = 0; i < t->rank; i++) {
+                m->box[i] = (uint16_t)t->box[i];
+                m->elem_stride[i] = t->elem_stride[i] ? t->elem_stride[i] : 1;
+            }
+            if (!tilert_meta_check_tma(m, &ps[p], err, sizeof err)) {
+                diag_error(d, f->loc, "kernel '%s', parameter '%s': TMA descriptor %u: %s", f->source_name,
+                           f->params[p].name, n, err);
+                ok = false;
+            }
+            n++;
+        }
+        ps[p].tma = arr;
+    }
+    return ok;
+}
+
 /* ---- kernels ------------------------------------------------------------------- */
 
 bool cg_meta_build(const IrFunc *const *kernels, const CgKernelFacts *facts, uint32_t n, const char *arch, Arena *a,
@@ -272,6 +342,7 @@ bool cg_meta_build(const IrFunc *const *kernels, const CgKernelFacts *facts, uin
                 ok = false;
             }
         }
+        if (!emit_tma(f, facts ? &facts[i] : NULL, sm, a, ps, d)) ok = false;
         k->params = ps;
         k->nparams = f->nparams;
         tilert_meta_spec *ss = ARENA_ARRAY(a, tilert_meta_spec, f->nspecs ? f->nspecs : 1);

@@ -203,6 +203,24 @@ IrVal ir_func_add_param(IrFunc *f, const char *name, IrType ty)
     return ir_block_add_arg(f, f->body, ty);
 }
 
+void ir_func_drop_layouts(IrFunc *f)
+{
+    free(f->val_layout);
+    free(f->layouts);
+    f->val_layout = NULL;
+    f->layouts = NULL;
+    f->nval_layout = f->val_layout_cap = 0;
+    f->nlayouts = f->layoutcap = 0;
+}
+
+void ir_func_reset_layouts(IrFunc *f)
+{
+    free(f->val_layout);
+    f->val_layout_cap = f->nvals ? f->nvals : 1;
+    f->val_layout = tl_xcalloc(f->val_layout_cap, sizeof(uint32_t));
+    f->nval_layout = f->nvals;
+}
+
 IrBlk ir_func_make_grid(IrFunc *f)
 {
     if (f->grid) return f->grid;
@@ -223,6 +241,10 @@ IrBlk ir_block_new(IrFunc *f)
 static IrVal new_val(IrFunc *f, IrType ty, uint32_t def, uint32_t idx, bool is_arg)
 {
     VEC_RESERVE(f->vals, f->nvals, f->valcap, f->nvals + 1);
+    if (f->val_layout) { /* values made after the layout pass start with no layout */
+        VEC_RESERVE(f->val_layout, f->nval_layout, f->val_layout_cap, f->nvals + 1);
+        while (f->nval_layout <= f->nvals) f->val_layout[f->nval_layout++] = 0;
+    }
     IrValue *v = &f->vals[f->nvals];
     v->ty = ty;
     v->def = def;

@@ -162,6 +162,7 @@ typedef struct IrFunc {
      * val_layout[v] indexes layouts[] for tile values of rank >= 1 and is 0
      * for scalars and views; layouts[0] is unused. */
     uint32_t *val_layout;
+    uint32_t nval_layout, val_layout_cap;   /* entries of val_layout (>= nvals once set) */
     struct Layout *layouts;
     uint32_t nlayouts, layoutcap;
 } IrFunc;
@@ -183,6 +184,11 @@ IrFunc *ir_module_find(IrModule *m, const char *name); /* by symbol, then by sou
 void ir_func_add_spec(IrFunc *f, const char *name, const char *value);
 /* Adds a parameter: an argument of f->body (and of f->grid if it exists). */
 IrVal ir_func_add_param(IrFunc *f, const char *name, IrType ty);
+/* Layout annotations (see IrFunc.val_layout): reset gives a fresh all-zero
+ * value map (the layouts[] table is kept); drop removes map and table
+ * (canonicalisation invalidates them). */
+void ir_func_reset_layouts(IrFunc *f);
+void ir_func_drop_layouts(IrFunc *f);
 /* Creates f->grid with arguments mirroring the parameters; returns it. */
 IrBlk ir_func_make_grid(IrFunc *f);
 

@@ -5,7 +5,10 @@
  * 2. A recursive-descent parser builds each kernel with the builder of ir.c as
  *    it goes: an op is built as soon as its header is read, then its regions
  *    are read into the blocks the builder made.
- * 3. Value names live in one hash table per kernel section (body, grid).  A
+ * 3. Layouts (after the layout pass): the table at the top of a body is read
+ *    as written coordinates; a value's `#NAME` after its type builds the
+ *    Layout from the value's dims on first use (ir/FORMAT.md, "Layouts").
+ * 4. Value names live in one hash table per kernel section (body, grid).  A
  *    region's names are hidden again when the region closes, and an op's
  *    results are defined only after its regions, so any use the parser accepts
  *    is a use of a value defined before it in an enclosing scope.
@@ -22,15 +25,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layout.h"
 #include "text.h"
 
 #define MAX_NESTING 256
 
-typedef enum { T_EOF, T_VALUE, T_SYMBOL, T_IDENT, T_NUM, T_STRING, T_PUNCT } TokKind;
+typedef enum { T_EOF, T_VALUE, T_SYMBOL, T_IDENT, T_NUM, T_STRING, T_PUNCT, T_HASH } TokKind;
 
 typedef struct Tok {
     TokKind kind;
-    const char *s;   /* T_VALUE/T_SYMBOL (bare)/T_IDENT/T_NUM: the text (without % or @) */
+    const char *s;   /* T_VALUE/T_SYMBOL (bare)/T_IDENT/T_NUM/T_HASH: the text (without % @ #) */
     uint32_t n;
     char *str;       /* T_STRING and quoted T_SYMBOL: decoded, in the scratch arena */
     char punct;      /* T_PUNCT */
@@ -53,7 +57,28 @@ typedef struct Item {
     bool typed;
     IrVal v;
     char *text;
+    uint32_t lay;       /* a `#NAME` layout reference after the type: 1 + its index in ldefs; 0: none */
+    SrcLoc layloc;
 } Item;
+
+/* One entry `#NAME = #linear<...>` of the kernel's layout table, as written:
+ * each basis as coordinates.  The tile dims are not written; they come from
+ * the type of the first value that uses the entry, which is when
+ * f->layouts[idx] is built.  Every later user must have the same dims. */
+typedef struct LayoutDef {
+    Tok name;
+    uint8_t rank;                                   /* coordinates per basis */
+    uint8_t nbits[LL_NIN];
+    int32_t coord[LL_NIN][LL_MAXBITS][IR_MAXRANK];
+    uint32_t idx;                                   /* index in f->layouts */
+    IrType user;                                    /* the first user's type; kind TY_NONE: no user yet */
+    SrcLoc userloc;
+} LayoutDef;
+
+typedef struct LayoutUse {
+    IrVal v;
+    uint32_t idx;    /* index in f->layouts */
+} LayoutUse;
 
 typedef struct Parser {
     const char *cur, *end;
@@ -69,6 +94,10 @@ typedef struct Parser {
     Item *items;          /* scratch stack: each op pushes above what its callers hold */
     uint32_t nitems, itemcap;
     int depth;
+    LayoutDef *ldefs;     /* the current kernel's layout table */
+    uint32_t nldefs, ldefcap;
+    LayoutUse *luses;     /* values given a layout so far; f->val_layout is made at the kernel's end */
+    uint32_t nluses, lusecap;
 } Parser;
 
 /* ---- errors --------------------------------------------------------------- */
@@ -90,6 +119,7 @@ static const char *describe(Parser *p, const Tok *t)
     case T_PUNCT: return arena_printf(&p->scratch, "'%c'", t->punct);
     case T_VALUE: return arena_printf(&p->scratch, "'%%%.*s'", (int)TL_MIN(t->n, 40u), t->s);
     case T_SYMBOL: return "a kernel symbol";
+    case T_HASH: return arena_printf(&p->scratch, "'#%.*s'", (int)TL_MIN(t->n, 40u), t->s);
     default: return arena_printf(&p->scratch, "'%.*s'", (int)TL_MIN(t->n, 40u), t->s);
     }
 }
@@ -199,6 +229,16 @@ static void lex(Parser *p, Tok *t)
         while (p->cur < p->end && (c == '%' ? is_word(*p->cur) : ir_text_symchar(*p->cur))) advance(p);
         if (p->cur == s) ERR(p, t->loc, c == '%' ? "expected a value name after '%%'" : "expected a kernel name after '@'");
         t->kind = c == '%' ? T_VALUE : T_SYMBOL;
+        t->s = s;
+        t->n = (uint32_t)(p->cur - s);
+        return;
+    }
+    if (c == '#') {
+        advance(p);
+        const char *s = p->cur;
+        while (p->cur < p->end && is_word(*p->cur)) advance(p);
+        if (p->cur == s) ERR(p, t->loc, "expected a layout name after '#'");
+        t->kind = T_HASH;
         t->s = s;
         t->n = (uint32_t)(p->cur - s);
         return;
@@ -486,6 +526,199 @@ static SrcLoc parse_loc(Parser *p)
     return loc;
 }
 
+/* ---- layouts ------------------------------------------------------------------ */
+
+static const char *typestr(Parser *p, IrType t)
+{
+    StrBuf b = {0};
+    ir_ty_print(&b, t);
+    char *s = arena_strndup(&p->scratch, b.s ? b.s : "", b.len);
+    sb_free(&b);
+    return s;
+}
+
+static bool is_hash(const Tok *t, const char *w)
+{
+    return t->kind == T_HASH && strlen(w) == t->n && memcmp(t->s, w, t->n) == 0;
+}
+
+/* '#linear' '<' 'reg' '=' bases ',' 'lane' '=' bases ',' 'warp' '=' bases '>'
+ * with bases := '[' [coords (',' coords)*] ']' and coords := '[' INT (',' INT)* ']'. */
+static void parse_linear(Parser *p, LayoutDef *L)
+{
+    static const char *const kinds[LL_NIN] = {"reg", "lane", "warp"};
+    if (!is_hash(&p->tok, "linear")) ERR(p, p->tok.loc, "expected '#linear<...>', found %s", describe(p, &p->tok));
+    next(p);
+    expect(p, '<');
+    bool first = true;
+    for (int k = 0; k < LL_NIN; k++) {
+        if (k) expect(p, ',');
+        expect_word(p, kinds[k]);
+        expect(p, '=');
+        expect(p, '[');
+        if (!is_punct(&p->tok, ']')) {
+            do {
+                SrcLoc bl = p->tok.loc;
+                if (L->nbits[k] == LL_MAXBITS) ERR(p, bl, "more than %d %s bases", LL_MAXBITS, kinds[k]);
+                int32_t *c = L->coord[k][L->nbits[k]++];
+                int n = 0;
+                expect(p, '[');
+                do {
+                    if (n == IR_MAXRANK) ERR(p, p->tok.loc, "a basis has at most %d coordinates", IR_MAXRANK);
+                    c[n++] = (int32_t)expect_int(p, 0, INT32_MAX, "a coordinate");
+                } while (accept(p, ','));
+                expect(p, ']');
+                if (first) L->rank = (uint8_t)n;
+                else if (n != L->rank)
+                    ERR(p, bl, "this basis has %d coordinate%s, the first has %u", n, n == 1 ? "" : "s", L->rank);
+                first = false;
+            } while (accept(p, ','));
+        }
+        expect(p, ']');
+    }
+    expect(p, '>');
+}
+
+/* The layout table at the top of a kernel body: ('#' NAME '=' linear)*.
+ * Needs the kernel's warps(N): the warp bases are log2(N). */
+static void parse_layout_table(Parser *p)
+{
+    IrFunc *f = p->f;
+    while (p->tok.kind == T_HASH) {
+        Tok name = p->tok;
+        if (is_hash(&name, "linear")) ERR(p, name.loc, "expected a layout name before '#linear'");
+        for (uint32_t i = 0; i < p->nldefs; i++) {
+            const Tok *o = &p->ldefs[i].name;
+            if (o->n == name.n && memcmp(o->s, name.s, name.n) == 0) {
+                diag_error(p->d, name.loc, "redefinition of layout '#%.*s'", (int)name.n, name.s);
+                diag_note(p->d, o->loc, "previous definition is here");
+                fail(p);
+            }
+        }
+        next(p);
+        expect(p, '=');
+        LayoutDef def;
+        memset(&def, 0, sizeof def);
+        def.name = name;
+        parse_linear(p, &def);
+        if (def.nbits[LL_LANE] != 5)
+            ERR(p, name.loc, "layout '#%.*s' has %u lane bases, not 5 (a warp has 32 lanes)", (int)name.n, name.s,
+                def.nbits[LL_LANE]);
+        int w = f->warps, lw = 0;
+        if (w == 0) ERR(p, name.loc, "a kernel with layouts needs warps(N)");
+        while ((1 << lw) < w) lw++;
+        if ((1 << lw) != w) ERR(p, name.loc, "warps(%d) is not a power of two, so no layout fits it", w);
+        if (def.nbits[LL_WARP] != lw)
+            ERR(p, name.loc, "layout '#%.*s' has %u warp bases, but warps(%d) needs %d", (int)name.n, name.s,
+                def.nbits[LL_WARP], w, lw);
+        if (f->nlayouts == 0) { /* layouts[0] is "none" */
+            Layout none;
+            memset(&none, 0, sizeof none);
+            VEC_PUSH(f->layouts, f->nlayouts, f->layoutcap, none);
+        }
+        Layout empty;
+        memset(&empty, 0, sizeof empty);
+        VEC_PUSH(f->layouts, f->nlayouts, f->layoutcap, empty);
+        def.idx = f->nlayouts - 1;
+        VEC_PUSH(p->ldefs, p->nldefs, p->ldefcap, def);
+    }
+}
+
+/* An optional `#NAME` after a type: 1 + the entry's index in ldefs, or 0. */
+static uint32_t parse_layout_ref(Parser *p, SrcLoc *loc)
+{
+    if (p->tok.kind != T_HASH) return 0;
+    Tok t = p->tok;
+    *loc = t.loc;
+    for (uint32_t i = 0; i < p->nldefs; i++)
+        if (p->ldefs[i].name.n == t.n && memcmp(p->ldefs[i].name.s, t.s, t.n) == 0) {
+            next(p);
+            return i + 1;
+        }
+    if (is_hash(&t, "linear"))
+        ERR(p, t.loc, "a value names its layout ('#L1'); '#linear<...>' belongs in the table at the top of the kernel");
+    Tok t1 = peek(p, 1);
+    if (is_punct(&t1, '=')) ERR(p, t.loc, "layouts are defined at the top of the kernel body, before its ops");
+    ERR(p, t.loc, "use of undefined layout '#%.*s'", (int)t.n, t.s);
+}
+
+/* Gives value v the layout entry `ref` (0: none).  The first use builds the
+ * Layout from v's dims and the written coordinates, which must lie inside the
+ * dims; later uses must have the same dims. */
+static void bind_layout(Parser *p, IrVal v, uint32_t ref, SrcLoc loc)
+{
+    static const char *const kinds[LL_NIN] = {"reg", "lane", "warp"};
+    if (!ref) return;
+    IrFunc *f = p->f;
+    LayoutDef *def = &p->ldefs[ref - 1];
+    const Tok *nm = &def->name;
+    IrType t = ir_vty(f, v);
+    if (t.kind != TY_TILE || t.rank == 0)
+        ERR(p, loc, "a value of type %s has no layout (only tiles of rank 1 or more do)", typestr(p, t));
+    if (def->rank != t.rank)
+        ERR(p, loc, "layout '#%.*s' has %u-d bases, but the value is %s", (int)nm->n, nm->s, def->rank, typestr(p, t));
+    Layout L;
+    memset(&L, 0, sizeof L);
+    L.rank = t.rank;
+    int total = 0;
+    for (int d = 0; d < t.rank; d++) {
+        int b = 0;
+        while (b < 31 && (INT32_C(1) << b) < t.dims[d]) b++;
+        if ((INT32_C(1) << b) != t.dims[d])
+            ERR(p, loc, "%s has a dimension that is not a power of two, so no layout fits it", typestr(p, t));
+        L.dimbits[d] = (uint8_t)b;
+        total += b;
+    }
+    if (total > LL_MAXBITS)
+        ERR(p, loc, "%s has more than 2^%d elements, too many for a layout", typestr(p, t), LL_MAXBITS);
+    for (int k = 0; k < LL_NIN; k++) {
+        L.nbits[k] = def->nbits[k];
+        for (int i = 0; i < def->nbits[k]; i++) {
+            uint32_t x = 0;
+            for (int d = 0; d < t.rank; d++) {
+                int32_t c = def->coord[k][i][d];
+                if (c >= t.dims[d]) {
+                    diag_error(p->d, loc, "%s basis %d of layout '#%.*s' has coordinate %d in dimension %d, outside %s",
+                               kinds[k], i, (int)nm->n, nm->s, c, d, typestr(p, t));
+                    diag_note(p->d, nm->loc, "the layout is defined here");
+                    fail(p);
+                }
+                x |= (uint32_t)c << layout_dim_offset(&L, d);
+            }
+            L.basis[k][i] = x;
+        }
+    }
+    if (def->user.kind == TY_NONE) {
+        f->layouts[def->idx] = L;
+        def->user = t;
+        def->userloc = loc;
+    } else if (!layout_eq(&f->layouts[def->idx], &L)) {
+        diag_error(p->d, loc, "layout '#%.*s' is used for %s here but for %s before; a layout belongs to one shape",
+                   (int)nm->n, nm->s, typestr(p, t), typestr(p, def->user));
+        diag_note(p->d, def->userloc, "first used here");
+        fail(p);
+    }
+    LayoutUse u = {v, def->idx};
+    VEC_PUSH(p->luses, p->nluses, p->lusecap, u);
+}
+
+/* At the end of a kernel: every table entry is used, and f->val_layout holds
+ * what the values named. */
+static void finish_layouts(Parser *p)
+{
+    IrFunc *f = p->f;
+    for (uint32_t i = 0; i < p->nldefs; i++)
+        if (p->ldefs[i].user.kind == TY_NONE)
+            ERR(p, p->ldefs[i].name.loc, "layout '#%.*s' is not used by any value", (int)p->ldefs[i].name.n,
+                p->ldefs[i].name.s);
+    if (p->nluses) {
+        ir_func_reset_layouts(f);
+        for (uint32_t i = 0; i < p->nluses; i++) f->val_layout[p->luses[i].v] = p->luses[i].idx;
+    }
+    p->nldefs = 0;
+    p->nluses = 0;
+}
+
 /* ---- ops ---------------------------------------------------------------------- */
 
 static void parse_ops(Parser *p, IrBlk blk);
@@ -511,12 +744,17 @@ static void parse_carg(Parser *p, uint32_t it)
         p->items[it].ty = ty;
         p->items[it].typed = true;
     }
+    SrcLoc ll = {0, 0};
+    uint32_t lay = parse_layout_ref(p, &ll);
+    p->items[it].lay = lay;
+    p->items[it].layloc = ll;
 }
 
 static void add_region_arg(Parser *p, IrBlk blk, const Item *it, IrType init_ty)
 {
     IrVal v = ir_block_add_arg(p->f, blk, it->typed ? it->ty : init_ty);
     define(p, &it->name, v);
+    bind_layout(p, v, it->lay, it->layloc);
 }
 
 static void parse_attrs(Parser *p, IrOpcode opc, IrAttr *attr)
@@ -584,8 +822,12 @@ static void parse_result_types(Parser *p, IrOpcode opc, uint32_t nres, SrcLoc op
         SrcLoc tl = p->tok.loc;
         IrType ty = parse_type(p);
         if (++k > nres) ERR(p, tl, "more result types than the %u result%s named", nres, nres > 1 ? "s" : "");
+        SrcLoc ll = {0, 0};
+        uint32_t lay = parse_layout_ref(p, &ll);
         uint32_t it = push(p);
         p->items[it].ty = ty;
+        p->items[it].lay = lay;
+        p->items[it].layloc = ll;
     } while (accept(p, ','));
     if (k < nres) ERR(p, oploc, "%u result%s named but only %u type%s given", nres, nres > 1 ? "s" : "", k, k > 1 ? "s" : "");
 }
@@ -616,7 +858,12 @@ static uint32_t build(Parser *p, IrBlk blk, IrOpcode opc, uint32_t base, uint32_
     IrBuilder b;
     ir_builder_at_end(&b, p->f, blk);
     b.loc = loc;
-    return ir_build(&b, opc, o, nopnd, t, nres, attr);
+    uint32_t id = ir_build(&b, opc, o, nopnd, t, nres, attr);
+    for (uint32_t i = 0; i < nres; i++) {
+        const Item *it = &p->items[base + nopnd + i];
+        bind_layout(p, p->f->ops[id].res + i, it->lay, it->layloc);
+    }
+    return id;
 }
 
 static void define_results(Parser *p, const Tok *name, uint32_t id)
@@ -735,6 +982,10 @@ static uint32_t parse_while(Parser *p, IrBlk blk, uint32_t nres, SrcLoc oploc)
             expect(p, ':');
             p->items[it].ty = parse_type(p);
             p->items[it].typed = true;
+            SrcLoc ll = {0, 0};
+            uint32_t lay = parse_layout_ref(p, &ll);
+            p->items[it].lay = lay;
+            p->items[it].layloc = ll;
             add_region_arg(p, after, &p->items[it], p->items[it].ty);
         } while (accept(p, ','));
     }
@@ -849,7 +1100,10 @@ static void parse_op(Parser *p, IrBlk blk)
 
 static void parse_ops(Parser *p, IrBlk blk)
 {
-    while (!is_punct(&p->tok, '}') && p->tok.kind != T_EOF) parse_op(p, blk);
+    while (!is_punct(&p->tok, '}') && p->tok.kind != T_EOF) {
+        if (p->tok.kind == T_HASH) ERR(p, p->tok.loc, "layouts are defined at the top of the kernel body, before its ops");
+        parse_op(p, blk);
+    }
 }
 
 /* ---- kernels ------------------------------------------------------------------- */
@@ -916,6 +1170,7 @@ static void parse_kernel(Parser *p)
         define(p, &it->name, v);
     }
     expect(p, '{');
+    parse_layout_table(p);
     parse_ops(p, f->body);
     expect(p, '}');
     if (is_word_tok(&p->tok, "grid")) {
@@ -927,6 +1182,7 @@ static void parse_kernel(Parser *p)
         parse_ops(p, g);
         expect(p, '}');
     }
+    finish_layouts(p);
     p->nitems = pbase;
 }
 
@@ -959,6 +1215,8 @@ IrModule *ir_parse(const char *file, const char *text, size_t len, Diag *d)
     }
     free(p->names);
     free(p->items);
+    free(p->ldefs);
+    free(p->luses);
     arena_free(&p->scratch);
     free(p);
     return m;

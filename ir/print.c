@@ -6,7 +6,10 @@
  *    definition appears in the text (an op's results, then each region's
  *    arguments and ops).  Naming first means that even a broken function
  *    (a use before its definition) prints each value under one name.
- * 2. Print the ops in block order, regions nested and indented by two spaces.
+ * 2. After the layout pass, number the layouts the printed values use (#L1,
+ *    #L2, ... in the order of the first value using each) and print them as a
+ *    table at the top of the body; each value's layout follows its type.
+ * 3. Print the ops in block order, regions nested and indented by two spaces.
  *    Dead ops are not in any block and are not printed.
  * The output depends on nothing but the IR: no addresses, no hash order.
  * ir_parse() reads it back, and printing the result again gives the same bytes.
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layout.h"
 #include "text.h"
 
 #define UNNAMED UINT32_MAX
@@ -29,6 +33,9 @@ typedef struct Printer {
     const char **pname; /* pname[v]: the printed name of a parameter argument, else NULL */
     char **owned;       /* disambiguated parameter names (malloc'd), one per parameter */
     uint32_t next;      /* the next number to give */
+    uint32_t *lnum;     /* lnum[i]: the printed number of f->layouts[i] (#L1, #L2, ...); 0: not printed */
+    uint32_t *lorder;   /* lorder[k-1]: the layout index printed as #Lk */
+    uint32_t nlnum;     /* layouts in the table */
 } Printer;
 
 /* ---- naming ------------------------------------------------------------ */
@@ -88,6 +95,36 @@ static void number_block(Printer *p, IrBlk b)
     }
 }
 
+/* The layout of value v as an index into f->layouts, 0 for none.  An index
+ * out of range (only in broken IR) is returned as is; put_layout shows it. */
+static uint32_t layout_of(const IrFunc *f, IrVal v)
+{
+    return f->val_layout && v && v < f->nvals ? f->val_layout[v] : 0;
+}
+
+/* Numbers the layouts that printed values use, #L1 first, in the order of
+ * the first value (by value number) that uses each; unused table entries are
+ * not printed.  The numbering depends only on the printed text, so print ->
+ * parse -> print gives the same table. */
+static void number_layouts(Printer *p)
+{
+    const IrFunc *f = p->f;
+    if (!f->val_layout || f->nlayouts < 2) return;
+    IrVal *byname = tl_xcalloc(p->next + 1, sizeof(IrVal));
+    for (IrVal v = 1; v < f->nvals; v++)
+        if (p->num[v] != UNNAMED) byname[p->num[v]] = v;
+    p->lnum = tl_xcalloc(f->nlayouts, sizeof(uint32_t));
+    p->lorder = tl_xcalloc(f->nlayouts, sizeof(uint32_t));
+    for (uint32_t k = 0; k < p->next; k++) {
+        uint32_t li = layout_of(f, byname[k]);
+        if (li && li < f->nlayouts && !p->lnum[li]) {
+            p->lorder[p->nlnum] = li;
+            p->lnum[li] = ++p->nlnum;
+        }
+    }
+    free(byname);
+}
+
 /* ---- pieces ------------------------------------------------------------ */
 
 static void indent(Printer *p, int depth)
@@ -112,6 +149,16 @@ static IrType val_ty(const IrFunc *f, IrVal v)
     IrType none;
     memset(&none, 0, sizeof none);
     return v && v < f->nvals ? f->vals[v].ty : none;
+}
+
+/* " #Ln" after a value's type when it has a layout; "#L?i" for an index
+ * outside f->layouts (only in broken IR; the parser refuses it). */
+static void put_layout(Printer *p, IrVal v)
+{
+    uint32_t li = layout_of(p->f, v);
+    if (!li) return;
+    if (p->lnum && li < p->f->nlayouts && p->lnum[li]) sb_printf(p->b, " #L%u", p->lnum[li]);
+    else sb_printf(p->b, " #L?%u", li);
 }
 
 static void put_loc(Printer *p, SrcLoc loc)
@@ -165,6 +212,7 @@ static void put_types(Printer *p, const IrOp *op)
     for (uint32_t r = 0; r < op->nres; r++) {
         sb_puts(p->b, r ? ", " : " : ");
         ir_ty_print(p->b, val_ty(p->f, op->res + r));
+        put_layout(p, op->res + r);
     }
 }
 
@@ -200,7 +248,8 @@ static void put_attrs(Printer *p, const IrOp *op)
 }
 
 /* A region argument shows its type only when it differs from the type of the
- * operand that initializes it, which is what the parser assumes otherwise. */
+ * operand that initializes it, which is what the parser assumes otherwise;
+ * then its layout, if it has one. */
 static void put_arg(Printer *p, IrVal arg, IrVal init)
 {
     put_val(p, arg);
@@ -209,6 +258,7 @@ static void put_arg(Printer *p, IrVal arg, IrVal init)
         sb_puts(p->b, ": ");
         ir_ty_print(p->b, t);
     }
+    put_layout(p, arg);
 }
 
 static IrVal arg_at(const IrFunc *f, IrBlk b, uint32_t i)
@@ -293,6 +343,7 @@ static void print_op(Printer *p, uint32_t id, int depth)
                 put_val(p, after->args[i]);
                 sb_puts(p->b, ": ");
                 ir_ty_print(p->b, val_ty(f, after->args[i]));
+                put_layout(p, after->args[i]);
             }
             sb_puts(p->b, ") {\n");
         } else {
@@ -323,6 +374,7 @@ void ir_print_func(StrBuf *b, const IrFunc *f)
     name_params(&p);
     number_block(&p, f->body);
     if (f->grid) number_block(&p, f->grid);
+    number_layouts(&p);
 
     sb_puts(b, "kernel @");
     bool bare = f->name[0] != 0;
@@ -345,6 +397,11 @@ void ir_print_func(StrBuf *b, const IrFunc *f)
     if (f->warps) sb_printf(b, " warps(%d)", f->warps);
     put_loc(&p, f->loc);
     sb_puts(b, " {\n");
+    for (uint32_t k = 0; k < p.nlnum; k++) {
+        sb_printf(b, "  #L%u = ", k + 1);
+        layout_print(b, &f->layouts[p.lorder[k]]);
+        sb_putc(b, '\n');
+    }
     print_block(&p, f->body, 1);
     if (f->grid) {
         sb_puts(b, "} grid {\n");
@@ -354,6 +411,8 @@ void ir_print_func(StrBuf *b, const IrFunc *f)
 
     for (uint32_t i = 0; i < f->nparams; i++) free(p.owned[i]);
     free(p.owned);
+    free(p.lnum);
+    free(p.lorder);
     free(p.pname);
     free(p.num);
 }

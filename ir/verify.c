@@ -15,10 +15,17 @@
  * 4. Types: every value type is well formed (tile dims powers of two, at most
  *    2^24 elements, rank <= 4); each op's operand and result types follow
  *    the rules in ops.def and lang/SEMANTICS.md (check_op).
+ * 5. Layouts: warps(N) is 0 (not chosen yet) or a power of two up to 32; once
+ *    the layout pass has set f->val_layout, every tile value of
+ *    rank >= 1 in the body has one, whose dims are its type's, with 5 lane
+ *    bases, log2(warps) warp bases, every basis inside the tile, and every
+ *    element held by some thread (surjective); scalars, views and the
+ *    grid's values (host code) have none (check_layout).
  * The first violation is reported and verification of that function stops;
  * a broken function says nothing reliable about what follows.
  */
 #include "ir.h"
+#include "layout.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,6 +40,7 @@ typedef struct Verifier {
     const char *after;
     uint8_t *visible;   /* per value: defined and in scope at the current point of the walk */
     uint8_t *placed;    /* per op: already found in some block */
+    bool in_grid;       /* walking the grid (host code: no layouts) */
     char tybuf[4][80];  /* type strings for the message being built */
     int nty;
 } Verifier;
@@ -111,6 +119,46 @@ static bool check_type(Verifier *V, uint32_t op, IrType t, const char *what)
         CHECK(n <= MAX_NUMEL, op, "%s: %s holds more than 2^24 elements", what, tystr(V, t));
     }
     for (int i = t.rank; i < IR_MAXRANK; i++) CHECK(t.dims[i] == 0, op, "%s: unused dimensions not zero", what);
+    return true;
+}
+
+/* ---- layouts --------------------------------------------------------------------- */
+
+/* Value v (`what`, defined by or in op `op`) against f->val_layout. */
+static bool check_layout(Verifier *V, uint32_t op, IrVal v, const char *what)
+{
+    static const char *const kinds[LL_NIN] = {"reg", "lane", "warp"};
+    const IrFunc *f = V->f;
+    if (!f->val_layout) return true;
+    uint32_t li = f->val_layout[v];
+    IrType t = f->vals[v].ty;
+    if (V->in_grid || t.kind != TY_TILE || t.rank == 0) {
+        CHECK(li == 0, op, "%s (%s) has a layout, but %s", what, tystr(V, t),
+              V->in_grid ? "the grid runs on the host" : "only tiles of rank 1 or more have layouts");
+        return true;
+    }
+    CHECK(li != 0, op, "%s (%s) has no layout", what, tystr(V, t));
+    CHECK(li < f->nlayouts, op, "%s has layout %u, but the kernel has %u", what, li, f->nlayouts ? f->nlayouts - 1 : 0);
+    const Layout *L = &f->layouts[li];
+    bool dims = L->rank == t.rank;
+    for (int d = 0; d < t.rank && dims; d++) dims = L->dimbits[d] < 31 && (INT32_C(1) << L->dimbits[d]) == t.dims[d];
+    CHECK(dims, op, "%s (%s) has layout %u, made for other dims", what, tystr(V, t), li);
+    CHECK(L->nbits[LL_LANE] == 5, op, "%s: layout %u has %u lane bases, not 5", what, li, L->nbits[LL_LANE]);
+    int lw = 0;
+    while (lw < 30 && (1 << lw) < f->warps) lw++;
+    CHECK(f->warps > 0 && (1 << lw) == f->warps, op,
+          "%s has a layout, but the kernel's warp count %d is not a power of two", what, f->warps);
+    CHECK(L->nbits[LL_WARP] == lw, op, "%s: layout %u has %u warp bases, but %d warps need %d", what, li,
+          L->nbits[LL_WARP], f->warps, lw);
+    CHECK(L->nbits[LL_REG] <= LL_MAXBITS, op, "%s: layout %u has %u register bases (at most %d)", what, li,
+          L->nbits[LL_REG], LL_MAXBITS);
+    uint32_t inside = (1u << layout_total_bits(L)) - 1;
+    for (int k = 0; k < LL_NIN; k++)
+        for (int i = 0; i < L->nbits[k]; i++)
+            CHECK((L->basis[k][i] & ~inside) == 0, op, "%s: %s basis %d of layout %u points outside %s", what,
+                  kinds[k], i, li, tystr(V, t));
+    CHECK(layout_is_surjective(L), op, "%s: layout %u leaves elements of %s held by no thread", what, li,
+          tystr(V, t));
     return true;
 }
 
@@ -524,6 +572,7 @@ static bool walk(Verifier *V, IrBlk b, uint32_t owner, IrOpcode term, uint32_t *
         IrVal a = blk->args[i];
         CHECK(a && a < f->nvals && f->vals[a].is_arg && f->vals[a].def == b, owner, "block argument %u is malformed", i);
         if (!check_type(V, owner, f->vals[a].ty, "a block argument")) return false;
+        if (!check_layout(V, owner, a, "a block argument")) return false;
         V->visible[a] = 1;
     }
     CHECK(blk->nops > 0, owner, "a block is empty (it must end in '%s')", ir_opinfo[term].name);
@@ -548,7 +597,8 @@ static bool walk(Verifier *V, IrBlk b, uint32_t owner, IrOpcode term, uint32_t *
         CHECK(!last || op->opc == (uint16_t)term, id, "block ends in '%s', expected '%s'", ir_opinfo[op->opc].name,
               ir_opinfo[term].name);
         for (uint32_t i = 0; i < op->nres; i++)
-            if (!check_type(V, id, f->vals[op->res + i].ty, "a result")) return false;
+            if (!check_type(V, id, f->vals[op->res + i].ty, "a result") || !check_layout(V, id, op->res + i, "a result"))
+                return false;
         ok = check_op(V, id) && check_regions(V, id);
         for (uint32_t i = 0; i < op->nres; i++) V->visible[op->res + i] = 1;
         if (last) *term_id = id;
@@ -572,7 +622,10 @@ bool ir_verify(IrFunc *f, Diag *d, const char *after)
     V.placed = tl_xcalloc(f->nops, 1);
     bool ok = true;
     uint32_t t = NOOP;
-    if (!f->body || f->body >= f->nblocks || f->blocks[f->body].parent_op != UINT32_MAX) {
+    if (f->warps != 0 && (!is_pow2(f->warps) || f->warps > 32)) {
+        /* layouts have log2(warps) warp bits (lang: a power of two from 1 to 32) */
+        ok = bad(&V, NOOP, "warps(%d) is not a power of two from 1 to 32", f->warps);
+    } else if (!f->body || f->body >= f->nblocks || f->blocks[f->body].parent_op != UINT32_MAX) {
         ok = bad(&V, NOOP, "the kernel has no body block");
     } else {
         IrType *ptys = tl_xcalloc(f->nparams + 1, sizeof(IrType));
@@ -581,8 +634,10 @@ bool ir_verify(IrFunc *f, Diag *d, const char *after)
         if (ok && f->grid) {
             ok = f->grid < f->nblocks && f->blocks[f->grid].parent_op == UINT32_MAX;
             if (!ok) bad(&V, NOOP, "the grid is not a top-level block");
+            V.in_grid = true;
             if (ok) ok = check_args(&V, NOOP, f->grid, ptys, f->nparams, "the grid") &&
                          walk(&V, f->grid, NOOP, IR_YIELD, &t);
+            V.in_grid = false;
             if (ok) {
                 const IrOp *y = &f->ops[t];
                 ok = y->nopnd >= 1 && y->nopnd <= 3;

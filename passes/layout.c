@@ -4,7 +4,8 @@
  * f->layouts / f->val_layout.  Scalars and views get none.  Algorithm:
  *   1. Anchors.  Ops whose layout is dictated by what they do: block loads
  *      and stores and pointer tiles built from arange/splat take the default
- *      blocked layout (16-byte vectors along the last dim); DOT results take
+ *      blocked layout (16-byte vectors along the last dim; a pointer tile's
+ *      vectors are 16 bytes of its pointees, not of pointers); DOT results take
  *      the mma.sync accumulator layout where the shape allows; a reduction's
  *      result is the slice of its operand's layout (no data moves).
  *   2. Propagate forward in program order: an elementwise op takes the layout
@@ -12,12 +13,15 @@
  *      only of free values, which codegen rematerialises in any layout at no
  *      cost); EXPAND_DIMS inserts a zero-bit dim (the flat index does not
  *      change, so neither do the bases); BROADCAST of a value sliced from a
- *      layout P of the result's shape takes P back (register renaming).
+ *      layout P of the result's shape takes P back when that is a register
+ *      renaming (the operand is P with the broadcast dims' bits dropped).
  *   3. Resolve loop-carried values to a fixpoint: a FOR/WHILE region argument
- *      starts with its init's layout; when the yielded value ends up in
- *      another layout and the init is free, the argument adopts the yielded
- *      layout and the body is propagated again (at most 4 rounds), so an
- *      accumulator lives in the mma layout across iterations.
+ *      starts with its init's layout; when the value yielded back to it (FOR:
+ *      the body's yield; WHILE: the "after" region's, whose arguments take
+ *      the layouts the condition forwards) ends up in another layout and the
+ *      init is free, the argument adopts the yielded layout and the loop is
+ *      propagated again (at most 4 rounds), so an accumulator lives in the
+ *      mma layout across iterations.
  *   4. Rewrite: record the table.  Where an operand's layout still differs from
  *      what its user needs, codegen converts it (rematerialising free values,
  *      otherwise through shared memory); -v remarks count those conversions.
@@ -60,10 +64,14 @@ static void set(LayoutState *s, IrVal v, const Layout *L)
     if (is_tile(s->f, v)) s->f->val_layout[v] = intern(s->f, L);
 }
 
+/* The default blocked layout; a pointer tile takes its pointees' layout, so
+ * that a load or store through it moves 16-byte vectors of the pointees (an
+ * 8-byte pointer would give vectors of two elements). */
 static void set_default(LayoutState *s, IrVal v)
 {
     if (!is_tile(s->f, v)) return;
-    Layout L = layout_default(ir_vty(s->f, v), s->warps);
+    IrType t = ir_vty(s->f, v);
+    Layout L = layout_default(ir_ty_with_dt(t, (DType)t.dt, false), s->warps);
     set(s, v, &L);
 }
 
@@ -81,6 +89,20 @@ static Layout insert_dim(const Layout *L, int axis)
     for (int d = R.rank - 1; d > axis; d--) R.dimbits[d] = L->dimbits[d - 1];
     R.dimbits[axis] = 0;
     return R;
+}
+
+/* X broadcast to layout P is a register renaming when X is P with the bits of
+ * the broadcast dims (size 1 in xt) dropped: each thread then already holds,
+ * in register r, the element that register r of the result repeats. */
+static bool broadcast_renames(const Layout *P, const Layout *X, IrType xt)
+{
+    Layout Q = *P;
+    for (int d = 0; d < xt.rank; d++)
+        if (xt.dims[d] == 1 && Q.dimbits[d] > 0) {
+            Layout S = layout_slice(&Q, d);
+            Q = insert_dim(&S, d);
+        }
+    return layout_eq(&Q, X);
 }
 
 static bool shape_matches(const Layout *L, IrType t)
@@ -114,7 +136,20 @@ static bool seed_args(LayoutState *s, const IrVal *args, const IrVal *from, uint
     return changed;
 }
 
-static void assign_loop(LayoutState *s, IrOp *op, IrBlk body, const IrVal *args, const IrVal *inits, uint32_t n)
+/* `to` (a WHILE result or "after" argument) receives `from` (a value the
+ * condition forwards): same layout and parent; not free. */
+static void copy_facts(LayoutState *s, IrVal to, IrVal from)
+{
+    if (!is_tile(s->f, to)) return;
+    s->f->val_layout[to] = s->f->val_layout[from];
+    s->parent[to] = s->parent[from];
+    s->free_[to] = 0;
+}
+
+/* A loop: the carried values args[0..n) enter from inits and come back from
+ * the yield ending region `last` (for FOR the body; for WHILE the "after"
+ * region, entered through the condition of `first`, the "before" region). */
+static void assign_loop(LayoutState *s, IrOp *op, const IrVal *args, const IrVal *inits, uint32_t n)
 {
     IrFunc *f = s->f;
     for (uint32_t i = 0; i < n; i++) {
@@ -123,14 +158,20 @@ static void assign_loop(LayoutState *s, IrOp *op, IrBlk body, const IrVal *args,
         s->parent[args[i]] = s->parent[inits[i]];
         s->free_[args[i]] = s->free_[inits[i]];
     }
+    IrBlk first = op->region[0], last = op->opc == IR_WHILE ? op->region[1] : op->region[0];
     for (int round = 0; round < 4; round++) {
-        assign_block(s, body);
-        IrBlock *B = ir_blk(f, body);
-        IrOp *y = ir_op(f, B->ops[B->nops - 1]);
-        const IrVal *yv = &f->opnds[y->opnd + (y->opc == IR_CONDITION ? 1 : 0)];
-        if (!seed_args(s, args, yv, n, true)) break;
+        assign_block(s, first);
+        if (op->opc == IR_WHILE) { /* the condition forwards values to the "after" arguments */
+            IrBlock *B = ir_blk(f, first), *A = ir_blk(f, last);
+            IrOp *c = ir_op(f, B->ops[B->nops - 1]);
+            for (uint32_t i = 0; i < A->nargs && i + 1 < c->nopnd; i++)
+                copy_facts(s, A->args[i], f->opnds[c->opnd + 1 + i]);
+            assign_block(s, last);
+        }
+        IrBlock *L = ir_blk(f, last);
+        IrOp *y = ir_op(f, L->ops[L->nops - 1]);
+        if (y->nopnd < n || !seed_args(s, args, &f->opnds[y->opnd], n, true)) break;
     }
-    (void)op;
 }
 
 static void assign_op(LayoutState *s, IrOp *op)
@@ -167,7 +208,9 @@ static void assign_op(LayoutState *s, IrOp *op)
     case IR_BROADCAST: {
         IrVal x = ir_opnd(f, op, 0);
         uint32_t p = s->parent[x];
-        if (p && shape_matches(&f->layouts[p], ir_vty(f, r0))) {
+        const Layout *X = get(s, x);
+        if (p && X && shape_matches(&f->layouts[p], ir_vty(f, r0)) &&
+            broadcast_renames(&f->layouts[p], X, ir_vty(f, x))) {
             Layout P = f->layouts[p];
             set(s, r0, &P);
         } else {
@@ -190,7 +233,7 @@ static void assign_op(LayoutState *s, IrOp *op)
     case IR_FOR: {
         IrBlock *B = ir_blk(f, op->region[0]);
         uint32_t n = op->nres;
-        assign_loop(s, op, op->region[0], &B->args[1], &f->opnds[op->opnd + 3], n);
+        assign_loop(s, op, &B->args[1], &f->opnds[op->opnd + 3], n);
         for (uint32_t i = 0; i < n; i++) {
             if (!is_tile(f, ir_res(op, i))) continue;
             f->val_layout[ir_res(op, i)] = f->val_layout[B->args[1 + i]];
@@ -199,15 +242,11 @@ static void assign_op(LayoutState *s, IrOp *op)
         return;
     }
     case IR_WHILE: {
-        IrBlock *before = ir_blk(f, op->region[0]), *after = ir_blk(f, op->region[1]);
-        assign_loop(s, op, op->region[0], before->args, &f->opnds[op->opnd], before->nargs);
+        IrBlock *before = ir_blk(f, op->region[0]);
+        assign_loop(s, op, before->args, &f->opnds[op->opnd], before->nargs);
         IrOp *c = ir_op(f, before->ops[before->nops - 1]);
-        for (uint32_t i = 0; i < op->nres; i++) {
-            IrVal fwd = f->opnds[c->opnd + 1 + i];
-            if (is_tile(f, ir_res(op, i))) f->val_layout[ir_res(op, i)] = f->val_layout[fwd];
-            if (is_tile(f, after->args[i])) f->val_layout[after->args[i]] = f->val_layout[fwd];
-        }
-        assign_block(s, op->region[1]);
+        for (uint32_t i = 0; i < op->nres && i + 1 < c->nopnd; i++)
+            copy_facts(s, ir_res(op, i), f->opnds[c->opnd + 1 + i]);
         return;
     }
     case IR_IF: {
@@ -283,8 +322,7 @@ void pass_layout(IrFunc *f, PassCtx *cx)
 {
     if (!f->warps) f->warps = choose_warps(f);
     LayoutState s = {f, f->warps, NULL, NULL};
-    free(f->val_layout);
-    f->val_layout = tl_xcalloc(f->nvals, sizeof(uint32_t));
+    ir_func_reset_layouts(f);
     f->nlayouts = 0;
     s.parent = tl_xcalloc(f->nvals, sizeof(uint32_t));
     s.free_ = tl_xcalloc(f->nvals, 1);

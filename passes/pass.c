@@ -85,6 +85,8 @@ static void dump(Dumper *dp, IrFunc *f, const char *pass)
 static void run_one(const PassInfo *p, IrFunc *f, Diag *d, Dumper *dp)
 {
     PassCtx cx = {d, false};
+    /* canonicalisation adds and removes values: layouts no longer hold after it */
+    if (p->stage == PASS_CANON && f->val_layout) ir_func_drop_layouts(f);
     p->run(f, &cx);
     if (!ir_verify(f, d, p->name)) {
         char where[64];

@@ -39,6 +39,21 @@ static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); 
 static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
 
+static const struct {
+    const char *name;
+    uint8_t size;
+} dtypes[TILERT_DTYPE_COUNT] = {
+    [TILERT_I1] = {"i1", 1},     [TILERT_I8] = {"i8", 1},     [TILERT_I16] = {"i16", 2},
+    [TILERT_I32] = {"i32", 4},   [TILERT_I64] = {"i64", 8},   [TILERT_U8] = {"u8", 1},
+    [TILERT_U16] = {"u16", 2},   [TILERT_U32] = {"u32", 4},   [TILERT_U64] = {"u64", 8},
+    [TILERT_F8E4M3] = {"f8e4m3", 1}, [TILERT_F8E5M2] = {"f8e5m2", 1}, [TILERT_F16] = {"f16", 2},
+    [TILERT_BF16] = {"bf16", 2}, [TILERT_F32] = {"f32", 4},   [TILERT_F64] = {"f64", 8},
+};
+
+static bool dt_valid(unsigned t) { return t > TILERT_DTYPE_INVALID && t < TILERT_DTYPE_COUNT; }
+const char *tilert_dtype_name(tilert_dtype t) { return dt_valid(t) ? dtypes[t].name : "?"; }
+size_t tilert_dtype_size(tilert_dtype t) { return dt_valid(t) ? dtypes[t].size : 0; }
+
 bool tilert_dtype_is_int(tilert_dtype t) { return t >= TILERT_I1 && t <= TILERT_U64; }
 bool tilert_dtype_is_signed(tilert_dtype t) { return t >= TILERT_I8 && t <= TILERT_I64; }
 
@@ -242,6 +257,93 @@ bool tilert_meta_eval_grid(const tilert_meta_kernel *k, const tilert_arg *args, 
     return true;
 }
 
+/* ---- TMA descriptors ------------------------------------------------------------ */
+
+static const char *const swizzle_names[] = {"none", "32B", "64B", "128B"};
+
+void tilert_meta_describe_tma(const tilert_meta_tma *t, char *buf, size_t len)
+{
+    size_t n = 0;
+    int w = snprintf(buf, len, "box [");
+    n = w > 0 ? (size_t)w : 0;
+    unsigned rank = t->rank <= TILERT_TMA_MAX_RANK ? t->rank : TILERT_TMA_MAX_RANK;
+    for (unsigned i = 0; i < rank && n < len; i++) {
+        w = snprintf(buf + n, len - n, "%s%u", i ? ", " : "", t->box[rank - 1 - i]);
+        n += w > 0 ? (size_t)w : 0;
+    }
+    if (n < len)
+        snprintf(buf + n, len - n, "] of %s, swizzle %s", tilert_dtype_name((tilert_dtype)t->dtype),
+                 t->swizzle < 4 ? swizzle_names[t->swizzle] : "?");
+}
+
+static bool dt_is_float(unsigned t)
+{
+    return t == TILERT_F16 || t == TILERT_BF16 || t == TILERT_F32 || t == TILERT_F64;
+}
+
+bool tilert_meta_check_tma(const tilert_meta_tma *t, const tilert_meta_param *p, char *err, size_t errlen)
+{
+    if (p->kind != TILERT_PARAM_TENSOR) {
+        fail(err, errlen, "parameter '%s' is not a tensor: only tensors take TMA descriptors", p->name);
+        return false;
+    }
+    if (!dt_valid(t->dtype) || dtypes[t->dtype].size != dtypes[p->dtype].size) {
+        fail(err, errlen, "TMA dtype %s (code %u) does not have the size of the tensor's %s",
+             tilert_dtype_name((tilert_dtype)t->dtype), t->dtype, tilert_dtype_name((tilert_dtype)p->dtype));
+        return false;
+    }
+    if (t->rank != p->rank || t->rank < 1 || t->rank > TILERT_TMA_MAX_RANK) {
+        fail(err, errlen, "TMA rank %u, but the tensor has rank %u (they must agree, 1..%d)", t->rank, p->rank,
+             TILERT_TMA_MAX_RANK);
+        return false;
+    }
+    if (t->interleave != 0) {
+        fail(err, errlen, "TMA interleave %u: only 0 (none) is supported", t->interleave);
+        return false;
+    }
+    if (t->swizzle > TILERT_TMA_SWIZZLE_128B || t->l2_promotion > TILERT_TMA_L2_256B ||
+        t->oob_fill > TILERT_TMA_OOB_NAN) {
+        fail(err, errlen, "TMA swizzle %u / L2 promotion %u / out-of-bounds fill %u out of range (0..3 / 0..3 / 0..1)",
+             t->swizzle, t->l2_promotion, t->oob_fill);
+        return false;
+    }
+    if (t->oob_fill == TILERT_TMA_OOB_NAN && !dt_is_float(t->dtype)) {
+        fail(err, errlen, "TMA NaN out-of-bounds fill needs a float dtype (f16, bf16, f32, f64), not %s",
+             tilert_dtype_name((tilert_dtype)t->dtype));
+        return false;
+    }
+    unsigned esz = dtypes[t->dtype].size;
+    for (unsigned i = 0; i < t->rank; i++) {
+        unsigned dim = t->rank - 1 - i; /* the tensor dimension this TMA dimension runs along */
+        if (t->box[i] < 1 || t->box[i] > 256) {
+            fail(err, errlen, "TMA box extent %u along tensor dim %u is outside 1..256", t->box[i], dim);
+            return false;
+        }
+        if (t->elem_stride[i] < 1 || t->elem_stride[i] > 8) {
+            fail(err, errlen, "TMA element stride %u along tensor dim %u is outside 1..8", t->elem_stride[i], dim);
+            return false;
+        }
+    }
+    if (t->elem_stride[0] != 1) {
+        fail(err, errlen, "TMA element stride %u along the innermost dim %u: TMA has no stride there (it must be 1)",
+             t->elem_stride[0], t->rank - 1);
+        return false;
+    }
+    unsigned inner = t->box[0] * esz;
+    if (inner % 16) {
+        fail(err, errlen, "the TMA box's innermost extent (tensor dim %u) is %u x %s = %u bytes, not a multiple of 16",
+             t->rank - 1, t->box[0], tilert_dtype_name((tilert_dtype)t->dtype), inner);
+        return false;
+    }
+    if (t->swizzle != TILERT_TMA_SWIZZLE_NONE && inner > (16u << t->swizzle)) {
+        fail(err, errlen, "the TMA box's innermost extent (tensor dim %u) is %u x %s = %u bytes, more than the "
+             "%u-byte span of swizzle %s", t->rank - 1, t->box[0], tilert_dtype_name((tilert_dtype)t->dtype), inner,
+             16u << t->swizzle, swizzle_names[t->swizzle]);
+        return false;
+    }
+    return true;
+}
+
 /* ---- reader ---------------------------------------------------------------------- */
 
 typedef struct Reader {
@@ -250,6 +352,7 @@ typedef struct Reader {
     char *err;
     size_t errlen;
     const char *what;   /* the kernel being read, for messages */
+    uint16_t version;
 } Reader;
 
 static bool need(Reader *r, size_t n, const char *field)
@@ -301,18 +404,47 @@ typedef struct Fill {
     tilert_meta_kernel *kernels;
     tilert_meta_param *params;
     tilert_meta_spec *specs;
+    tilert_meta_tma *tmas;
 } Fill;
 
-/* Parameters into out[0..n), names pointing into base (which mirrors r->p). */
-static bool parse_params(Reader *r, const char *what, uint32_t n, tilert_meta_param *out, const char *base)
+/* One TMA record of parameter p (version 2) into *t. */
+static bool parse_tma(Reader *r, const char *what, const tilert_meta_param *p, unsigned j, tilert_meta_tma *t)
 {
-    uint32_t kparams = 0;
+    memset(t, 0, sizeof *t);
+    if (!get8(r, &t->dtype, "TMA dtype") || !get8(r, &t->rank, "TMA rank") || !get8(r, &t->swizzle, "TMA swizzle") ||
+        !get8(r, &t->l2_promotion, "TMA L2 promotion") || !get8(r, &t->oob_fill, "TMA fill") ||
+        !get8(r, &t->interleave, "TMA interleave"))
+        return false;
+    if (t->rank < 1 || t->rank > TILERT_TMA_MAX_RANK) {
+        fail(r->err, r->errlen, "metadata: %s, parameter '%.64s', TMA descriptor %u: rank %u (1..%d)", what, p->name, j,
+             t->rank, TILERT_TMA_MAX_RANK);
+        return false;
+    }
+    for (unsigned i = 0; i < t->rank; i++)
+        if (!get16(r, &t->box[i], "TMA box")) return false;
+    for (unsigned i = 0; i < t->rank; i++)
+        if (!get8(r, &t->elem_stride[i], "TMA element stride")) return false;
+    char e[300];
+    if (!tilert_meta_check_tma(t, p, e, sizeof e)) {
+        fail(r->err, r->errlen, "metadata: %s, parameter '%.64s', TMA descriptor %u: %s", what, p->name, j, e);
+        return false;
+    }
+    return true;
+}
+
+/* Parameters into out[0..n), names pointing into base (which mirrors r->p).  TMA
+ * records go to tmas[*ntma...] when tmas is not NULL (the second pass); *ntma counts them. */
+static bool parse_params(Reader *r, const char *what, uint16_t sm, uint32_t n, tilert_meta_param *out,
+                         const char *base, tilert_meta_tma *tmas, uint32_t *ntma)
+{
+    uint32_t kparams = 0, kernel_tma = 0;
     for (uint32_t i = 0; i < n; i++) {
         size_t name;
-        uint8_t kind, dt, rank, flags;
+        uint8_t kind, dt, rank, flags, nt = 0;
         if (!getstr(r, &name, "parameter name") || !get8(r, &kind, "parameter kind") ||
             !get8(r, &dt, "parameter dtype") || !get8(r, &rank, "parameter rank") || !get8(r, &flags, "parameter flags"))
             return false;
+        if (r->version >= 2 && !get8(r, &nt, "parameter TMA count")) return false;
         const char *pn = (const char *)r->p + name;
         if (kind > TILERT_PARAM_TENSOR || dt == TILERT_DTYPE_INVALID || dt >= TILERT_DTYPE_COUNT || flags != 0) {
             fail(r->err, r->errlen, "metadata: %s, parameter '%.64s': invalid kind %u / dtype %u / flags %u", what,
@@ -323,8 +455,28 @@ static bool parse_params(Reader *r, const char *what, uint32_t n, tilert_meta_pa
             fail(r->err, r->errlen, "metadata: %s, parameter '%.64s': invalid rank %u", what, pn, rank);
             return false;
         }
-        kparams += kind == TILERT_PARAM_TENSOR ? 1u + 2u * rank : 1u;
-        out[i] = (tilert_meta_param){base + name, kind, dt, rank};
+        if (nt && sm < 90) {
+            fail(r->err, r->errlen, "metadata: %s, parameter '%.64s' has TMA descriptors, but the kernel is for sm_%u "
+                 "(TMA needs sm_90 or later)", what, pn, sm);
+            return false;
+        }
+        kernel_tma += nt;
+        if (kernel_tma > TILERT_META_MAX_TMA) {
+            fail(r->err, r->errlen, "metadata: %s, parameter '%.64s': the kernel has more than %d TMA descriptors",
+                 what, pn, TILERT_META_MAX_TMA);
+            return false;
+        }
+        tilert_meta_param p = {base + name, kind, dt, rank, nt, tmas && nt ? tmas + *ntma : NULL};
+        for (unsigned j = 0; j < nt; j++) {
+            tilert_meta_tma t;
+            p.name = pn;
+            if (!parse_tma(r, what, &p, j, &t)) return false;
+            if (tmas) tmas[*ntma] = t;
+            ++*ntma;
+        }
+        p.name = base + name;
+        kparams += kind == TILERT_PARAM_TENSOR ? 1u + 2u * rank + nt : 1u;
+        out[i] = p;
     }
     if (kparams > TILERT_META_MAX_KPARAMS) {
         fail(r->err, r->errlen, "metadata: %s has %u PTX parameters (at most %d)", what, kparams,
@@ -344,9 +496,10 @@ static bool parse_specs(Reader *r, uint32_t n, tilert_meta_spec *out, const char
     return true;
 }
 
-static bool parse_kernels(Reader *r, uint32_t nk, Fill *fill, uint32_t *tot_params, uint32_t *tot_specs)
+static bool parse_kernels(Reader *r, uint32_t nk, Fill *fill, uint32_t *tot_params, uint32_t *tot_specs,
+                          uint32_t *tot_tma)
 {
-    uint32_t np_all = 0, ns_all = 0;
+    uint32_t np_all = 0, ns_all = 0, nt_all = 0;
     char what[96];
     for (uint32_t ki = 0; ki < nk; ki++) {
         snprintf(what, sizeof what, "kernel %u", ki);
@@ -382,7 +535,8 @@ static bool parse_kernels(Reader *r, uint32_t nk, Fill *fill, uint32_t *tot_para
             fail(r->err, r->errlen, "out of memory reading metadata");
             return false;
         }
-        bool ok = parse_params(r, what, nparams, params, fill ? fill->base : (const char *)r->p) &&
+        bool ok = parse_params(r, what, k.sm, nparams, params, fill ? fill->base : (const char *)r->p,
+                               fill ? fill->tmas : NULL, &nt_all) &&
                   parse_specs(r, nspecs, fill ? fill->specs + ns_all : NULL, fill ? fill->base : NULL);
         k.params = params;
         k.code = r->p + r->pos;
@@ -417,6 +571,7 @@ static bool parse_kernels(Reader *r, uint32_t nk, Fill *fill, uint32_t *tot_para
     }
     *tot_params = np_all;
     *tot_specs = ns_all;
+    *tot_tma = nt_all;
     return true;
 }
 
@@ -436,9 +591,9 @@ bool tilert_meta_parse(const void *blob, size_t len, tilert_meta *out, char *err
     }
     uint16_t version = rd16(p + 4), nk = rd16(p + 6);
     uint32_t size = rd32(p + 8), crc = rd32(p + 12);
-    if (version != TILERT_META_VERSION) {
-        fail(err, errlen, "metadata version %u; this libtilert reads version %d (rebuild the cubin with a matching tilec)",
-             version, TILERT_META_VERSION);
+    if (version < TILERT_META_MIN_VERSION || version > TILERT_META_VERSION) {
+        fail(err, errlen, "metadata version %u; this libtilert reads versions %d to %d (rebuild the cubin with a "
+             "matching tilec)", version, TILERT_META_MIN_VERSION, TILERT_META_VERSION);
         return false;
     }
     if (size != len) {
@@ -454,12 +609,13 @@ bool tilert_meta_parse(const void *blob, size_t len, tilert_meta *out, char *err
         fail(err, errlen, "metadata lists no kernels");
         return false;
     }
-    Reader r = {p, len, TILERT_META_HEADER_SIZE, err, errlen, ""};
-    uint32_t np, ns;
-    if (!parse_kernels(&r, nk, NULL, &np, &ns)) return false;
+    Reader r = {p, len, TILERT_META_HEADER_SIZE, err, errlen, "", version};
+    uint32_t np, ns, nt;
+    if (!parse_kernels(&r, nk, NULL, &np, &ns, &nt)) return false;
     size_t off_k = align8(len), off_p = off_k + align8(sizeof(tilert_meta_kernel) * nk);
     size_t off_s = off_p + align8(sizeof(tilert_meta_param) * np);
-    size_t total = off_s + sizeof(tilert_meta_spec) * ns;
+    size_t off_t = off_s + align8(sizeof(tilert_meta_spec) * ns);
+    size_t total = off_t + sizeof(tilert_meta_tma) * nt;
     char *store = malloc(total);
     if (!store) {
         fail(err, errlen, "out of memory reading metadata (%zu bytes)", total);
@@ -467,9 +623,9 @@ bool tilert_meta_parse(const void *blob, size_t len, tilert_meta *out, char *err
     }
     memcpy(store, blob, len);
     Fill fill = {store, (tilert_meta_kernel *)(store + off_k), (tilert_meta_param *)(store + off_p),
-                 (tilert_meta_spec *)(store + off_s)};
+                 (tilert_meta_spec *)(store + off_s), (tilert_meta_tma *)(store + off_t)};
     r.pos = TILERT_META_HEADER_SIZE;
-    parse_kernels(&r, nk, &fill, &np, &ns); /* cannot fail: the same bytes passed */
+    parse_kernels(&r, nk, &fill, &np, &ns, &nt); /* cannot fail: the same bytes passed */
     for (uint32_t i = 0; i < nk; i++)
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(fill.kernels[i].symbol, fill.kernels[j].symbol) == 0) {
@@ -547,27 +703,39 @@ static bool putstr(Writer *w, const char *s, const char *what, char *err, size_t
 bool tilert_meta_write(const tilert_meta_kernel *kernels, uint32_t n, uint8_t **out, size_t *len, char *err,
                        size_t errlen)
 {
+    return tilert_meta_write_version(kernels, n, TILERT_META_VERSION, out, len, err, errlen);
+}
+
+bool tilert_meta_write_version(const tilert_meta_kernel *kernels, uint32_t n, uint16_t version, uint8_t **out,
+                               size_t *len, char *err, size_t errlen)
+{
     *out = NULL;
     *len = 0;
     if (n == 0 || n > 0xFFFF) {
         fail(err, errlen, "metadata: %u kernels (1..65535)", n);
         return false;
     }
+    if (version < TILERT_META_MIN_VERSION || version > TILERT_META_VERSION) {
+        fail(err, errlen, "metadata: cannot write version %u (%d..%d)", version, TILERT_META_MIN_VERSION,
+             TILERT_META_VERSION);
+        return false;
+    }
     Writer w = {0};
     put(&w, TILERT_META_MAGIC, 4);
-    put16(&w, TILERT_META_VERSION);
+    put16(&w, version);
     put16(&w, (uint16_t)n);
     put32(&w, 0); /* size, patched */
     put32(&w, 0); /* crc, patched */
     for (uint32_t ki = 0; ki < n; ki++) {
         const tilert_meta_kernel *k = &kernels[ki];
-        char cerr[200];
+        char cerr[320];
         if (k->nparams > 0xFFFF || k->nspecs > 0xFFFF || k->code_len > 0xFFFF || k->warps < 1 ||
             k->warps > TILERT_META_MAX_WARPS || k->sm < 10) {
             fail(err, errlen, "metadata: kernel '%s': counts, warps (%u) or sm (%u) out of range", k->symbol,
                  k->warps, k->sm);
             goto bad;
         }
+        uint32_t kparams = 0, kernel_tma = 0;
         for (uint32_t i = 0; i < k->nparams; i++) {
             const tilert_meta_param *p = &k->params[i];
             bool rank_ok = p->kind == TILERT_PARAM_TENSOR ? (p->rank >= 1 && p->rank <= TILERT_MAX_RANK) : p->rank == 0;
@@ -576,6 +744,29 @@ bool tilert_meta_write(const tilert_meta_kernel *kernels, uint32_t n, uint8_t **
                      p->name);
                 goto bad;
             }
+            if (p->ntma && version < 2) {
+                fail(err, errlen, "metadata: kernel '%s', parameter '%s' has TMA descriptors, which version %u cannot "
+                     "hold", k->symbol, p->name, version);
+                goto bad;
+            }
+            if (p->ntma && k->sm < 90) {
+                fail(err, errlen, "metadata: kernel '%s', parameter '%s' has TMA descriptors, but the kernel is for "
+                     "sm_%u (TMA needs sm_90 or later)", k->symbol, p->name, k->sm);
+                goto bad;
+            }
+            for (unsigned j = 0; j < p->ntma; j++)
+                if (!tilert_meta_check_tma(&p->tma[j], p, cerr, sizeof cerr)) {
+                    fail(err, errlen, "metadata: kernel '%s', parameter '%s', TMA descriptor %u: %s", k->symbol,
+                         p->name, j, cerr);
+                    goto bad;
+                }
+            kernel_tma += p->ntma;
+            kparams += p->kind == TILERT_PARAM_TENSOR ? 1u + 2u * p->rank + p->ntma : 1u;
+        }
+        if (kernel_tma > TILERT_META_MAX_TMA || kparams > TILERT_META_MAX_KPARAMS) {
+            fail(err, errlen, "metadata: kernel '%s' has %u TMA descriptors (at most %d) and %u PTX parameters (at "
+                 "most %d)", k->symbol, kernel_tma, TILERT_META_MAX_TMA, kparams, TILERT_META_MAX_KPARAMS);
+            goto bad;
         }
         if (!tilert_meta_check_code(k, cerr, sizeof cerr)) {
             fail(err, errlen, "metadata: kernel '%s': %s", k->symbol, cerr);
@@ -601,6 +792,19 @@ bool tilert_meta_write(const tilert_meta_kernel *kernels, uint32_t n, uint8_t **
             put8(&w, p->dtype);
             put8(&w, p->rank);
             put8(&w, 0);
+            if (version < 2) continue;
+            put8(&w, p->ntma);
+            for (unsigned j = 0; j < p->ntma; j++) {
+                const tilert_meta_tma *t = &p->tma[j];
+                put8(&w, t->dtype);
+                put8(&w, t->rank);
+                put8(&w, t->swizzle);
+                put8(&w, t->l2_promotion);
+                put8(&w, t->oob_fill);
+                put8(&w, t->interleave);
+                for (unsigned d = 0; d < t->rank; d++) put16(&w, t->box[d]);
+                for (unsigned d = 0; d < t->rank; d++) put8(&w, t->elem_stride[d]);
+            }
         }
         for (uint32_t i = 0; i < k->nspecs; i++)
             if (!putstr(&w, k->specs[i].name, "a specialization name", err, errlen) ||

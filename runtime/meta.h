@@ -5,7 +5,7 @@
  * The blob is the contents of the PTX global `__tilec_meta` (one per module),
  * found on the host through the cubin's ELF symbol table (elf.c).
  *
- * FORMAT, version 1.  Little-endian; no padding; `str` is a u16 byte length,
+ * FORMAT, version 2.  Little-endian; no padding; `str` is a u16 byte length,
  * the bytes, then a NUL (not counted in the length, checked by readers).
  *
  *   header (16 bytes)
@@ -28,11 +28,32 @@
  *     u32  static shared memory bytes
  *     u32  dynamic shared memory bytes
  *     nparams x { str name; u8 kind (tilert_param_kind); u8 dtype (tilert_dtype);
- *                 u8 rank (tensors 1..TILERT_MAX_RANK, else 0); u8 flags (0) }
+ *                 u8 rank (tensors 1..TILERT_MAX_RANK, else 0); u8 flags (0);
+ *                 version 2 only:  u8 ntma (0 unless a tensor), then ntma TMA records }
  *     nspecs  x { str name; str value }        compile-time values as text
  *     u8[code length]  grid code
- *   A reader of version 1 rejects any other version, a record whose size
- *   disagrees with its fields, and bytes left after the last record.
+ *   TMA record (version 2): one CUtensorMap the kernel takes for this tensor
+ *   parameter (kernel ABI: tilert.h), built by the runtime at launch with
+ *   cuTensorMapEncodeTiled from the argument's address, shape and strides:
+ *     u8  dtype         tilert_dtype of the elements as TMA sees them: the tensor's, or
+ *                       another of the same size (u16 for bf16 bits...)
+ *     u8  rank          = the tensor's rank
+ *     u8  swizzle       TILERT_TMA_SWIZZLE_*  (none, 32B, 64B, 128B)
+ *     u8  l2 promotion  TILERT_TMA_L2_*       (none, 64B, 128B, 256B)
+ *     u8  oob fill      TILERT_TMA_OOB_*      (zeros; NaN for float dtypes only)
+ *     u8  interleave    0 (none): the only layout accepted
+ *     u16 box[rank]          elements per dimension, INNERMOST FIRST (the driver's and
+ *                            PTX's coordinate order): box[0] runs along tensor dim rank-1
+ *     u8  elem_stride[rank]  traversal step per dimension, innermost first; [0] is 1
+ *   Every record obeys the rules of cuTensorMapEncodeTiled that do not depend on
+ *   the argument (tilert_meta_check_tma): box entries 1..256, box[0] * element size a
+ *   multiple of 16 bytes and, when swizzled, at most the swizzle span (32/64/128
+ *   bytes), element strides 1..8; a kernel with TMA records is for sm_90 or later and
+ *   has at most TILERT_META_MAX_TMA of them.
+ *   Readers accept versions TILERT_META_MIN_VERSION..TILERT_META_VERSION (version 1 is
+ *   version 2 without TMA records) and reject any other, a record whose size
+ *   disagrees with its fields, and bytes left after the last record.  The writer
+ *   writes version 2 (or version 1 on request, for kernels without TMA records).
  *
  * GRID CODE: a stack machine over int64 values (two's complement, wrapping),
  * run once per launch.  It must leave exactly `grid rank` values: grid x, y, z.
@@ -64,12 +85,21 @@
 
 #define TILERT_META_SYMBOL "__tilec_meta"
 #define TILERT_META_MAGIC "TLMD"
-#define TILERT_META_VERSION 1
+#define TILERT_META_VERSION 2       /* what the writer writes */
+#define TILERT_META_MIN_VERSION 1   /* the oldest the reader reads */
 #define TILERT_META_HEADER_SIZE 16
 #define TILERT_META_MAX_STACK 32
 #define TILERT_META_MAX_WARPS 32
-/* A kernel's PTX parameter count after expanding tensors (1 + 2 * rank each). */
+/* A kernel's PTX parameter count after expanding tensors (1 + 2 * rank + ntma each). */
 #define TILERT_META_MAX_KPARAMS 512
+/* TMA descriptors per kernel (128 bytes of kernel parameters each) and their rank. */
+#define TILERT_META_MAX_TMA 16
+#define TILERT_TMA_MAX_RANK 5
+
+/* ORDER: part of the format, and equal to the CUDA driver's enum values (tilert.c checks). */
+enum { TILERT_TMA_SWIZZLE_NONE = 0, TILERT_TMA_SWIZZLE_32B, TILERT_TMA_SWIZZLE_64B, TILERT_TMA_SWIZZLE_128B };
+enum { TILERT_TMA_L2_NONE = 0, TILERT_TMA_L2_64B, TILERT_TMA_L2_128B, TILERT_TMA_L2_256B };
+enum { TILERT_TMA_OOB_ZERO = 0, TILERT_TMA_OOB_NAN };
 
 /* ORDER: part of the format; never renumber. */
 typedef enum tilert_grid_op {
@@ -92,11 +122,25 @@ typedef enum tilert_grid_op {
     TILERT_GOP_WRAP = 32,
 } tilert_grid_op;
 
+/* One TMA descriptor a kernel takes for a tensor parameter (see FORMAT). */
+typedef struct tilert_meta_tma {
+    uint8_t dtype;         /* tilert_dtype; the same size as the tensor's */
+    uint8_t rank;          /* the tensor's rank */
+    uint8_t swizzle;       /* TILERT_TMA_SWIZZLE_* */
+    uint8_t l2_promotion;  /* TILERT_TMA_L2_* */
+    uint8_t oob_fill;      /* TILERT_TMA_OOB_* */
+    uint8_t interleave;    /* 0 */
+    uint16_t box[TILERT_TMA_MAX_RANK];        /* innermost first */
+    uint8_t elem_stride[TILERT_TMA_MAX_RANK]; /* innermost first */
+} tilert_meta_tma;
+
 typedef struct tilert_meta_param {
     const char *name;
     uint8_t kind;    /* tilert_param_kind */
     uint8_t dtype;   /* tilert_dtype */
     uint8_t rank;
+    uint8_t ntma;                 /* TMA descriptors (tensors only), in kernel-ABI order */
+    const tilert_meta_tma *tma;
 } tilert_meta_param;
 
 typedef struct tilert_meta_spec {
@@ -128,9 +172,18 @@ typedef struct tilert_meta {
 bool tilert_meta_parse(const void *blob, size_t len, tilert_meta *out, char *err, size_t errlen);
 void tilert_meta_free(tilert_meta *m);
 
-/* Serializes kernels (checking them as a reader would); *out is malloc'd. */
+/* Serializes kernels (checking them as a reader would) in format TILERT_META_VERSION; *out is malloc'd. */
 bool tilert_meta_write(const tilert_meta_kernel *kernels, uint32_t n, uint8_t **out, size_t *len, char *err,
                        size_t errlen);
+/* The same in an older format version (1: no TMA records; a kernel with any is refused). */
+bool tilert_meta_write_version(const tilert_meta_kernel *kernels, uint32_t n, uint16_t version, uint8_t **out,
+                               size_t *len, char *err, size_t errlen);
+
+/* Checks TMA descriptor t of tensor parameter p against the rules of
+ * cuTensorMapEncodeTiled that hold whatever the argument (see FORMAT). */
+bool tilert_meta_check_tma(const tilert_meta_tma *t, const tilert_meta_param *p, char *err, size_t errlen);
+/* "box [16, 32] of f32, swizzle 128B": the box outermost first, as the tensor's dims go. */
+void tilert_meta_describe_tma(const tilert_meta_tma *t, char *buf, size_t len);
 
 /* Checks a kernel's grid code against its parameters (see FORMAT). */
 bool tilert_meta_check_code(const tilert_meta_kernel *k, char *err, size_t errlen);

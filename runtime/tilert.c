@@ -8,6 +8,9 @@
  *   kernels     looked up by name; CUfunction and shared-memory attribute set once, under the
  *               module's lock
  *   launch      argument checks and grid (no driver), then context check and cuLaunchKernel
+ *   TMA         for each TMA descriptor in the metadata, cuTensorMapEncodeTiled's arguments
+ *               from the tensor argument (tma.c, no driver, every rule checked), then the
+ *               driver call, cached per kernel and descriptor on all of its arguments
  */
 #include "tilert.h"
 
@@ -24,6 +27,31 @@
 
 #include "elf.h"
 #include "meta.h"
+#include "tma.h"
+
+/* tma.h and meta.h spell the driver's TMA enums without cuda.h: they must agree. */
+_Static_assert(sizeof(CUtensorMap) == 128, "CUtensorMap is 128 bytes");
+#define SAME(a, b) ((int)(a) == (int)(b))
+_Static_assert(SAME(TILERT_CU_TMA_UINT8, CU_TENSOR_MAP_DATA_TYPE_UINT8) &&
+               SAME(TILERT_CU_TMA_UINT16, CU_TENSOR_MAP_DATA_TYPE_UINT16) &&
+               SAME(TILERT_CU_TMA_UINT32, CU_TENSOR_MAP_DATA_TYPE_UINT32) &&
+               SAME(TILERT_CU_TMA_INT32, CU_TENSOR_MAP_DATA_TYPE_INT32) &&
+               SAME(TILERT_CU_TMA_UINT64, CU_TENSOR_MAP_DATA_TYPE_UINT64) &&
+               SAME(TILERT_CU_TMA_INT64, CU_TENSOR_MAP_DATA_TYPE_INT64) &&
+               SAME(TILERT_CU_TMA_FLOAT16, CU_TENSOR_MAP_DATA_TYPE_FLOAT16) &&
+               SAME(TILERT_CU_TMA_FLOAT32, CU_TENSOR_MAP_DATA_TYPE_FLOAT32) &&
+               SAME(TILERT_CU_TMA_FLOAT64, CU_TENSOR_MAP_DATA_TYPE_FLOAT64) &&
+               SAME(TILERT_CU_TMA_BFLOAT16, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16), "tensor-map data types");
+_Static_assert(SAME(TILERT_TMA_SWIZZLE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE) && SAME(TILERT_TMA_SWIZZLE_32B, CU_TENSOR_MAP_SWIZZLE_32B) &&
+               SAME(TILERT_TMA_SWIZZLE_64B, CU_TENSOR_MAP_SWIZZLE_64B) && SAME(TILERT_TMA_SWIZZLE_128B, CU_TENSOR_MAP_SWIZZLE_128B),
+               "swizzle");
+_Static_assert(SAME(TILERT_TMA_L2_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE) && SAME(TILERT_TMA_L2_64B, CU_TENSOR_MAP_L2_PROMOTION_L2_64B) &&
+               SAME(TILERT_TMA_L2_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B) &&
+               SAME(TILERT_TMA_L2_256B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B), "L2 promotion");
+_Static_assert(SAME(TILERT_TMA_OOB_ZERO, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) &&
+               SAME(TILERT_TMA_OOB_NAN, CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA), "out-of-bounds fill");
+#undef SAME
+_Static_assert(sizeof(tilert_tma_encode) == 4 * 2 + 8 * (1 + 5 + 4) + 4 * (5 + 5 + 4), "tilert_tma_encode has no padding");
 
 /* ---- errors ------------------------------------------------------------------ */
 
@@ -58,20 +86,7 @@ const char *tilert_status_string(tilert_status s)
 
 /* ---- dtypes, tensors, arguments ---------------------------------------------- */
 
-static const struct {
-    const char *name;
-    uint8_t size;
-} dtypes[TILERT_DTYPE_COUNT] = {
-    [TILERT_I1] = {"i1", 1},     [TILERT_I8] = {"i8", 1},     [TILERT_I16] = {"i16", 2},
-    [TILERT_I32] = {"i32", 4},   [TILERT_I64] = {"i64", 8},   [TILERT_U8] = {"u8", 1},
-    [TILERT_U16] = {"u16", 2},   [TILERT_U32] = {"u32", 4},   [TILERT_U64] = {"u64", 8},
-    [TILERT_F8E4M3] = {"f8e4m3", 1}, [TILERT_F8E5M2] = {"f8e5m2", 1}, [TILERT_F16] = {"f16", 2},
-    [TILERT_BF16] = {"bf16", 2}, [TILERT_F32] = {"f32", 4},   [TILERT_F64] = {"f64", 8},
-};
-
-static bool dt_valid(tilert_dtype t) { return t > TILERT_DTYPE_INVALID && t < TILERT_DTYPE_COUNT; }
-const char *tilert_dtype_name(tilert_dtype t) { return dt_valid(t) ? dtypes[t].name : "?"; }
-size_t tilert_dtype_size(tilert_dtype t) { return dt_valid(t) ? dtypes[t].size : 0; }
+/* tilert_dtype_name and tilert_dtype_size live in meta.c, which the metadata checks share. */
 
 tilert_tensor tilert_tensor_nd(void *data, tilert_dtype dt, int32_t rank, const int64_t *shape, const int64_t *stride)
 {
@@ -172,6 +187,8 @@ typedef struct Driver {
 #define X(f) __typeof__(&f) f;
     DRIVER_FUNCS(X)
 #undef X
+    /* CUDA 12 and later; NULL on an older driver, which then runs every kernel without TMA */
+    __typeof__(&cuTensorMapEncodeTiled) cuTensorMapEncodeTiled;
 } Driver;
 
 static Driver drv;
@@ -212,6 +229,7 @@ static void drv_open(void)
     }
     DRIVER_FUNCS(X)
 #undef X
+    drv.cuTensorMapEncodeTiled = (__typeof__(&cuTensorMapEncodeTiled))dlsym(drv.lib, "cuTensorMapEncodeTiled");
     CUresult r = drv.cuInit(0);
     drv.cuDriverGetVersion(&drv.version);
     if (r == CUDA_ERROR_NO_DEVICE) {
@@ -370,11 +388,28 @@ tilert_status tilert_stream_synchronize(void *stream)
 
 /* ---- modules ------------------------------------------------------------------------ */
 
+/* The last TMA_CACHE_WAYS tensor maps built for one TMA descriptor of a kernel, and what
+ * each was built from.  Encoding is a pure function of its arguments, so a map whose
+ * arguments compare equal (memcmp of tilert_tma_encode: address, dims, strides, box,
+ * modes) is the same map.  Several ways serve ping-ponged buffers; replacement is
+ * round robin. */
+#define TMA_CACHE_WAYS 4
+typedef struct TmaCache {
+    struct {
+        bool valid;
+        tilert_tma_encode key;
+        uint64_t map[16];
+    } way[TMA_CACHE_WAYS];
+    uint32_t next;   /* the way the next miss replaces */
+} TmaCache;
+
 struct tilert_kernel {
     tilert_module *mod;
     const tilert_meta_kernel *meta;
     CUfunction fn;          /* set once under mod->lock, before ready */
     atomic_bool ready;      /* release/acquire: a launch that sees it set sees fn */
+    uint32_t ntma;          /* TMA descriptors of all its parameters */
+    TmaCache *tma_cache;    /* ntma entries, in kernel-ABI order; under mod->tma_lock */
 };
 
 struct tilert_module {
@@ -389,6 +424,8 @@ struct tilert_module {
     CUdevice dev;
     tilert_device_info info;
     pthread_mutex_t lock;
+    pthread_mutex_t tma_lock;   /* the kernels' TMA caches */
+    TmaCache *tma_caches;       /* every kernel's, one allocation */
 };
 
 /* Checks and reads the image into a new module (no driver). */
@@ -427,13 +464,32 @@ static tilert_status open_image(const void *image, size_t size, const char *what
         free(m);
         return err(TILERT_ERROR_OUT_OF_MEMORY, "%s: out of memory", what);
     }
+    uint32_t ntma_all = 0;
     for (uint32_t i = 0; i < m->meta.nkernels; i++) {
+        const tilert_meta_kernel *mk = &m->meta.kernels[i];
         m->kernels[i].mod = m;
-        m->kernels[i].meta = &m->meta.kernels[i];
+        m->kernels[i].meta = mk;
         m->kernels[i].fn = NULL;
         atomic_init(&m->kernels[i].ready, false);
+        for (uint32_t p = 0; p < mk->nparams; p++) m->kernels[i].ntma += mk->params[p].ntma;
+        ntma_all += m->kernels[i].ntma;
+    }
+    if (ntma_all) {
+        m->tma_caches = calloc(ntma_all, sizeof *m->tma_caches);
+        if (!m->tma_caches) {
+            free(m->kernels);
+            tilert_meta_free(&m->meta);
+            free(m);
+            return err(TILERT_ERROR_OUT_OF_MEMORY, "%s: out of memory", what);
+        }
+        TmaCache *c = m->tma_caches;
+        for (uint32_t i = 0; i < m->meta.nkernels; i++) {
+            m->kernels[i].tma_cache = m->kernels[i].ntma ? c : NULL;
+            c += m->kernels[i].ntma;
+        }
     }
     pthread_mutex_init(&m->lock, NULL);
+    pthread_mutex_init(&m->tma_lock, NULL);
     *out = m;
     return TILERT_OK;
 }
@@ -441,6 +497,8 @@ static tilert_status open_image(const void *image, size_t size, const char *what
 static void free_module(tilert_module *m)
 {
     pthread_mutex_destroy(&m->lock);
+    pthread_mutex_destroy(&m->tma_lock);
+    free(m->tma_caches);
     free(m->kernels);
     tilert_meta_free(&m->meta);
     free(m);
@@ -660,7 +718,31 @@ tilert_status tilert_kernel_param(const tilert_kernel *k, int i, tilert_param_in
         return err(TILERT_ERROR_INVALID_VALUE, "tilert_kernel_param: index %d out of range (%u parameters)", i,
                    k->meta->nparams);
     const tilert_meta_param *p = &k->meta->params[i];
-    *out = (tilert_param_info){p->name, (tilert_param_kind)p->kind, (tilert_dtype)p->dtype, p->rank};
+    *out = (tilert_param_info){p->name, (tilert_param_kind)p->kind, (tilert_dtype)p->dtype, p->rank, p->ntma};
+    return TILERT_OK;
+}
+
+tilert_status tilert_kernel_param_tma(const tilert_kernel *k, int i, int j, tilert_tma_info *out)
+{
+    if (!k || !out) return err(TILERT_ERROR_INVALID_VALUE, "tilert_kernel_param_tma: NULL kernel or out");
+    if (i < 0 || (uint32_t)i >= k->meta->nparams)
+        return err(TILERT_ERROR_INVALID_VALUE, "tilert_kernel_param_tma: parameter %d out of range (%u parameters)", i,
+                   k->meta->nparams);
+    const tilert_meta_param *p = &k->meta->params[i];
+    if (j < 0 || j >= p->ntma)
+        return err(TILERT_ERROR_INVALID_VALUE, "tilert_kernel_param_tma: descriptor %d out of range (parameter '%s' "
+                   "has %u)", j, p->name, p->ntma);
+    const tilert_meta_tma *t = &p->tma[j];
+    memset(out, 0, sizeof *out);
+    out->dtype = (tilert_dtype)t->dtype;
+    out->rank = t->rank;
+    for (int d = 0; d < t->rank; d++) {
+        out->box[d] = t->box[t->rank - 1 - d];
+        out->elem_stride[d] = t->elem_stride[t->rank - 1 - d];
+    }
+    out->swizzle_bytes = t->swizzle ? 16 << t->swizzle : 0;
+    out->l2_promotion_bytes = t->l2_promotion ? 32 << t->l2_promotion : 0;
+    out->oob_nan = t->oob_fill == TILERT_TMA_OOB_NAN;
     return TILERT_OK;
 }
 
@@ -707,11 +789,14 @@ static bool int_fits(int64_t v, bool v_unsigned64, tilert_dtype dt)
     return v >= 0 && (bits == 64 || v < (INT64_C(1) << bits));
 }
 
-/* The kernel's PTX parameters built from checked arguments: values in slots, pointers to them in ptrs. */
+/* The kernel's PTX parameters built from checked arguments: values in slots (tensor maps in
+ * maps), pointers to them in ptrs.  map_slot[j] is the PTX parameter of TMA descriptor j. */
 typedef struct KParams {
-    uint32_t n;
+    uint32_t n, nmaps;
     uint64_t slots[TILERT_META_MAX_KPARAMS];
     void *ptrs[TILERT_META_MAX_KPARAMS];
+    uint32_t map_slot[TILERT_META_MAX_TMA];
+    CUtensorMap maps[TILERT_META_MAX_TMA];   /* 64-byte aligned, as the driver wants */
 } KParams;
 
 static tilert_status check_args(const tilert_kernel *k, const tilert_arg *args, int nargs, KParams *kp)
@@ -731,7 +816,7 @@ static tilert_status check_args(const tilert_kernel *k, const tilert_arg *args, 
                    nargs);
     }
     if (mk->nparams && !args) return err(TILERT_ERROR_INVALID_VALUE, "kernel '%s': args is NULL", mk->symbol);
-    if (kp) kp->n = 0;
+    if (kp) kp->n = kp->nmaps = 0;
     for (uint32_t i = 0; i < mk->nparams; i++) {
         const tilert_meta_param *p = &mk->params[i];
         const tilert_arg *a = &args[i];
@@ -752,6 +837,9 @@ static tilert_status check_args(const tilert_kernel *k, const tilert_arg *args, 
             const tilert_tensor *t = &a->v.tensor;
             if (t->dtype != pdt || t->rank != p->rank) BAD(TILERT_ERROR_ARG_TYPE, "expected %s, got %s", want, got);
             uintptr_t addr = (uintptr_t)t->data;
+            if (addr % 16 && p->ntma) /* TMA's rule, the same 16 */
+                BAD(TILERT_ERROR_ARG_ALIGN, "TMA needs the base address 16-byte aligned, got 0x%llx",
+                    (unsigned long long)addr);
             if (addr % 16) /* 16 is a multiple of every element size */
                 BAD(TILERT_ERROR_ARG_ALIGN, "tensor data %p is not 16-byte aligned (tensors need 16 bytes)", t->data);
             for (int d = 0; d < t->rank; d++)
@@ -760,6 +848,7 @@ static tilert_status check_args(const tilert_kernel *k, const tilert_arg *args, 
                 kp->slots[kp->n++] = (uint64_t)addr;
                 for (int d = 0; d < t->rank; d++) kp->slots[kp->n++] = (uint64_t)t->shape[d];
                 for (int d = 0; d < t->rank; d++) kp->slots[kp->n++] = (uint64_t)t->stride[d];
+                for (unsigned j = 0; j < p->ntma; j++) kp->map_slot[kp->nmaps++] = kp->n++;
             }
             continue;
         }
@@ -818,11 +907,91 @@ static tilert_status compute_grid(const tilert_kernel *k, const tilert_arg *args
     return TILERT_OK;
 }
 
+/* ---- TMA descriptors --------------------------------------------------------------- */
+
+/* cuTensorMapEncodeTiled's arguments for every TMA descriptor of k (enc[j] in kernel-ABI order),
+ * from arguments that passed check_args; the message names the argument and the broken rule. */
+static tilert_status tma_prepare_all(const tilert_kernel *k, const tilert_arg *args, tilert_tma_encode *enc)
+{
+    const tilert_meta_kernel *mk = k->meta;
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < mk->nparams; i++) {
+        const tilert_meta_param *p = &mk->params[i];
+        for (unsigned d = 0; d < p->ntma; d++, j++) {
+            char e[400], desc[120];
+            tilert_status s = tilert_tma_prepare(p, &p->tma[d], &args[i].v.tensor, &enc[j], e, sizeof e);
+            if (s) {
+                tilert_meta_describe_tma(&p->tma[d], desc, sizeof desc);
+                return err(s, "kernel '%s', argument %u ('%s'), TMA descriptor %u (%s): %s", mk->symbol, i, p->name, d,
+                           desc, e);
+            }
+        }
+    }
+    return TILERT_OK;
+}
+
+/* The tensor map of descriptor j, from the kernel's cache or the driver (the thin wrapper). */
+static tilert_status tma_encode(tilert_kernel *k, uint32_t j, const tilert_tma_encode *e, CUtensorMap *out)
+{
+    tilert_module *m = k->mod;
+    TmaCache *c = &k->tma_cache[j];
+    bool hit = false;
+    pthread_mutex_lock(&m->tma_lock);
+    for (int w = 0; w < TMA_CACHE_WAYS && !hit; w++)
+        if (c->way[w].valid && memcmp(&c->way[w].key, e, sizeof *e) == 0) {
+            memcpy(out, c->way[w].map, sizeof *out);
+            hit = true;
+        }
+    pthread_mutex_unlock(&m->tma_lock);
+    if (hit) return TILERT_OK;
+    if (!drv.cuTensorMapEncodeTiled)
+        return err(TILERT_ERROR_NO_DRIVER, "kernel '%s' takes TMA descriptors, but the CUDA driver (version %d.%d) "
+                   "lacks cuTensorMapEncodeTiled (CUDA 12 or later needed)", k->meta->symbol, drv.version / 1000,
+                   drv.version % 1000 / 10);
+    cuuint64_t dims[TILERT_TMA_MAX_RANK], strides[TILERT_TMA_MAX_RANK - 1];
+    cuuint32_t box[TILERT_TMA_MAX_RANK], es[TILERT_TMA_MAX_RANK];
+    for (uint32_t i = 0; i < TILERT_TMA_MAX_RANK; i++) {
+        dims[i] = e->dims[i];
+        box[i] = e->box[i];
+        es[i] = e->elem_strides[i];
+        if (i < TILERT_TMA_MAX_RANK - 1) strides[i] = e->strides[i];
+    }
+    CUresult r = drv.cuTensorMapEncodeTiled(out, (CUtensorMapDataType)e->data_type, e->rank,
+                                            (void *)(uintptr_t)e->address, dims, strides, box, es,
+                                            (CUtensorMapInterleave)e->interleave, (CUtensorMapSwizzle)e->swizzle,
+                                            (CUtensorMapL2promotion)e->l2_promotion,
+                                            (CUtensorMapFloatOOBfill)e->oob_fill);
+    if (r != CUDA_SUCCESS) {
+        /* which argument: descriptor j's parameter */
+        const tilert_meta_kernel *mk = k->meta;
+        uint32_t i = 0, first = 0;
+        while (i < mk->nparams && first + mk->params[i].ntma <= j) first += mk->params[i++].ntma;
+        char a[400];
+        tilert_tma_format(e, a, sizeof a);
+        return err(TILERT_ERROR_CUDA, "kernel '%s', argument %u ('%s'), TMA descriptor %u: cuTensorMapEncodeTiled "
+                   "failed: %s (%s); it was given %s", mk->symbol, i, i < mk->nparams ? mk->params[i].name : "?",
+                   j - first, cu_errname(r), cu_errstr(r), a);
+    }
+    pthread_mutex_lock(&m->tma_lock);
+    uint32_t w = c->next;
+    c->next = (w + 1) % TMA_CACHE_WAYS;
+    c->way[w].key = *e;
+    memcpy(c->way[w].map, out, sizeof c->way[w].map);
+    c->way[w].valid = true;
+    pthread_mutex_unlock(&m->tma_lock);
+    return TILERT_OK;
+}
+
 tilert_status tilert_kernel_check(const tilert_kernel *k, const tilert_arg *args, int nargs, uint32_t grid[3])
 {
     tilert_status s = check_args(k, args, nargs, NULL);
-    if (s || !grid) return s;
-    return compute_grid(k, args, grid);
+    if (s) return s;
+    if (grid && (s = compute_grid(k, args, grid))) return s;
+    if (k->ntma && (!grid || (grid[0] && grid[1] && grid[2]))) {
+        tilert_tma_encode enc[TILERT_META_MAX_TMA];
+        return tma_prepare_all(k, args, enc);
+    }
+    return TILERT_OK;
 }
 
 /* ---- launch ---------------------------------------------------------------------------- */
@@ -844,10 +1013,14 @@ static tilert_status launch(tilert_kernel *k, void *stream, const uint32_t *grid
     } else if ((s = compute_grid(k, args, grid))) {
         return s;
     }
+    /* the TMA rules are argument checks too: before the driver is asked anything */
+    bool empty = grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
+    tilert_tma_encode enc[TILERT_META_MAX_TMA];
+    if (k->ntma && !empty && (s = tma_prepare_all(k, args, enc))) return s;
     if (k->mod->inspect_only || !atomic_load_explicit(&k->ready, memory_order_acquire)) {
         if ((s = kernel_ready(k))) return s;
     }
-    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return TILERT_OK; /* empty launch */
+    if (empty) return TILERT_OK;
     tilert_module *m = k->mod;
     CUcontext cur = NULL;
     CU(drv.cuCtxGetCurrent(&cur), "cuCtxGetCurrent");
@@ -860,7 +1033,10 @@ static tilert_status launch(tilert_kernel *k, void *stream, const uint32_t *grid
                    "the current context is another one (device %d); load the module once per device",
                    k->meta->symbol, m->info.ordinal, m->info.name, (int)d);
     }
+    for (uint32_t j = 0; j < kp.nmaps; j++)
+        if ((s = tma_encode(k, j, &enc[j], &kp.maps[j]))) return s;
     for (uint32_t i = 0; i < kp.n; i++) kp.ptrs[i] = &kp.slots[i];
+    for (uint32_t j = 0; j < kp.nmaps; j++) kp.ptrs[kp.map_slot[j]] = &kp.maps[j];
     CUresult r = drv.cuLaunchKernel(k->fn, grid[0], grid[1], grid[2], 32u * k->meta->warps, 1, 1,
                                     k->meta->smem_dynamic, (CUstream)stream, kp.ptrs, NULL);
     if (r != CUDA_SUCCESS) {

@@ -44,9 +44,28 @@
  *                      f16/bf16: the 16-bit pattern; fp8: the 8-bit pattern)
  *   - ptr<T>:          one 64-bit device address
  *   - tensor<T, N>:    1 + 2N parameters: the 64-bit base address, then shape[0..N)
- *                      as N i64, then stride[0..N) as N i64 (strides in elements)
+ *                      as N i64, then stride[0..N) as N i64 (strides in elements),
+ *                      then one CUtensorMap per TMA descriptor the metadata lists for
+ *                      this parameter, in the metadata's order:
+ *                          .param .align 64 .b8 NAME[128]
+ *                      passed by value (the kernel marks it grid_constant and gives
+ *                      cp.async.bulk.tensor its generic address, from cvta.param).
  * Threads per block = 32 * warps; dynamic shared memory = the metadata's
  * dynamic bytes (the limit is raised with cuFuncSetAttribute above 48 KiB).
+ *
+ * TMA: the launcher builds each CUtensorMap with cuTensorMapEncodeTiled from the
+ * tensor argument: globalAddress = data, globalDim = shape innermost first,
+ * globalStrides = stride * element size in bytes (dims 1.. innermost first),
+ * boxDim, elementStrides, swizzle, L2 promotion and out-of-bounds fill from the
+ * metadata, interleave none.  Every rule of the driver is checked first, and a
+ * broken one is named with the argument: base address 16-byte aligned; each
+ * dimension 1..2^32; the last dimension contiguous (stride 1, or extent 1);
+ * other strides nonnegative, multiples of 16 bytes and below 2^40 bytes (the
+ * stride of an extent-1 dimension is never used and is not checked); the box
+ * rules are checked when the metadata is read.  An empty launch builds no map.
+ * Maps are cached per kernel and descriptor (the last 4 built), keyed on every
+ * input of the encoding (address, shape, strides), so repeated launches on the
+ * same tensors, or on a few buffers in turn, do not call the driver again.
  */
 #ifndef TILERT_H
 #define TILERT_H
@@ -221,7 +240,18 @@ typedef struct tilert_param_info {
     tilert_param_kind kind;
     tilert_dtype dtype;     /* the scalar's type, the pointee, or the tensor's elements */
     int rank;               /* tensors only; 0 otherwise */
+    int ntma;               /* tensors only: TMA descriptors (CUtensorMap parameters) it takes */
 } tilert_param_info;
+/* TMA descriptor j of a tensor parameter, in the tensor's dimension order (outermost first). */
+typedef struct tilert_tma_info {
+    tilert_dtype dtype;     /* the elements as TMA moves them (the tensor's, or one of the same size) */
+    int rank;
+    uint32_t box[TILERT_MAX_RANK];          /* elements per dimension, box[rank-1] the innermost */
+    uint32_t elem_stride[TILERT_MAX_RANK];  /* traversal step per dimension (1..8) */
+    int swizzle_bytes;      /* 0 (none), 32, 64, 128 */
+    int l2_promotion_bytes; /* 0 (none), 64, 128, 256 */
+    int oob_nan;            /* 1: out-of-bounds elements read as NaN; 0: as zeros */
+} tilert_tma_info;
 typedef struct tilert_kernel_info {
     const char *symbol, *source_name;
     const char *arch;            /* "sm_90a" */
@@ -232,12 +262,14 @@ typedef struct tilert_kernel_info {
 } tilert_kernel_info;
 TILERT_API tilert_status tilert_kernel_get_info(const tilert_kernel *k, tilert_kernel_info *out);
 TILERT_API tilert_status tilert_kernel_param(const tilert_kernel *k, int i, tilert_param_info *out);
+TILERT_API tilert_status tilert_kernel_param_tma(const tilert_kernel *k, int i, int j, tilert_tma_info *out);
 /* Specialization value i as text: name "BLOCK", value "1024". */
 TILERT_API tilert_status tilert_kernel_spec(const tilert_kernel *k, int i, const char **name, const char **value);
 
 /* Checks args against the metadata and computes the grid from them (unused
  * dims are 1), without the driver.  TILERT_OK with grid {0,..} means an empty
- * launch (some dimension is 0). */
+ * launch (some dimension is 0).  The TMA rules are checked too, unless the
+ * launch is empty (with grid NULL, as for a launch that is not). */
 TILERT_API tilert_status tilert_kernel_check(const tilert_kernel *k, const tilert_arg *args, int nargs,
                                              uint32_t grid[3]);
 

@@ -2,7 +2,8 @@
 """check-stdlib.py [TILEC]: runs every stdlib/ kernel in the reference interpreter
 (`tilec run --interp`) on random data with ragged sizes (not multiples of the blocks)
 and compares the results with a float64 reference computed here, in plain Python
-(no NumPy needed).  Prints one line per check and exits 1 if any check fails.
+(no NumPy needed).  Prints one line per check and exits 1 if any check fails, or if
+a kernel of stdlib/ has no check here (a new stdlib kernel needs one).
 
 TILEC defaults to build/tools/tilec.  Sizes are small: the interpreter and this
 reference both run on the CPU.
@@ -11,6 +12,7 @@ import ast
 import math
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -22,6 +24,7 @@ TILEC = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "tools
 STDLIB = os.environ.get("TILEC_STDLIB", os.path.join(ROOT, "stdlib"))  # another folder: to test this script
 TMP = tempfile.mkdtemp(prefix="tilec-stdlib-")
 failures = []
+checked = set()     # (file, kernel) pairs that some check ran
 
 # ---- .npy files ------------------------------------------------------------
 FMT = {"<f4": "f", "<f8": "d", "<i4": "i", "<i8": "q", "<u2": "H", "|u1": "B", "<f2": "e", "|i1": "b"}
@@ -68,6 +71,7 @@ def from_e4m3(b):
 # ---- running kernels -------------------------------------------------------
 def run(src, kernel, args, outs, defines=()):
     """Runs the kernel; returns {name: values} for each name in outs (as floats)."""
+    checked.add((src, kernel))
     cmd = [TILEC, "run", os.path.join(STDLIB, src), "--kernel", kernel]
     for d in defines:
         cmd += ["-D", d]
@@ -211,6 +215,19 @@ def norms():
         close("layernorm T=" + T, r["Y"], ref, tol, 1e-4)
 
 
+def softmax():
+    M, N = 6, 300
+    for T in ("f32", "bf16"):
+        r = run("softmax.tile", "softmax", ["X=%s[%d,%d]" % (T, M, N), "Y=%s[%d,%d]" % (T, M, N)], ["X", "Y"],
+                ["T=" + T, "BLOCK=512"])
+        X = r["X"]
+        ref = []
+        for i in range(M):
+            e = [math.exp(x - max(X[i * N:(i + 1) * N])) for x in X[i * N:(i + 1) * N]]
+            ref += [v / sum(e) for v in e]
+        close("softmax T=" + T, r["Y"], ref, 4e-3 if T == "bf16" else 1e-5, 1e-7)
+
+
 def moe():
     T, E, K = 50, 20, 4
     for renorm in (0, 1):
@@ -274,8 +291,19 @@ if __name__ == "__main__":
     if not os.access(TILEC, os.X_OK):
         sys.exit("check-stdlib.py: %s is not an executable tilec" % TILEC)
     print("check-stdlib.py: stdlib kernels in the interpreter against float64 references")
-    for c in (gemm, fp8_gemm, fp8_quant, attention, norms, moe):
+    for c in (gemm, fp8_gemm, fp8_quant, attention, norms, softmax, moe):
         check(c)
+    # every kernel of every stdlib file must have a check here
+    for src in sorted(f for f in os.listdir(STDLIB) if f.endswith(".tile")):
+        r = subprocess.run([TILEC, os.path.join(STDLIB, src), "--emit=ir"], capture_output=True, text=True)
+        names = sorted(set(re.findall(r'^kernel @\S+ "([^"]*)"', r.stdout, re.M)))
+        if r.returncode != 0 or not names:
+            print("  %-44s FAIL does not compile" % src)
+            failures.append(src)
+        for k in names:
+            if (src, k) not in checked:
+                print("  %-44s FAIL no check in scripts/check-stdlib.py" % (src + ": " + k))
+                failures.append(src + ": " + k)
     shutil.rmtree(TMP, ignore_errors=True)
     print("check-stdlib.py: %s" % ("all passed" if not failures else "%d FAILED: %s" % (len(failures), ", ".join(failures))))
     sys.exit(1 if failures else 0)

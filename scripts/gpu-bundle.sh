@@ -20,7 +20,9 @@ find "$build/tests" "$build/examples" -maxdepth 2 -type f -perm -u+x \
 cp -L /usr/lib/x86_64-linux-gnu/libcmocka.so.0 "$stage/lib/"
 # sources the suite compiles on the device machine (tilec run --device --check)
 cp -r "$root/examples" "$root/stdlib" "$stage/src/"
-[ -d "$root/tests/gpu" ] && cp -r "$root/tests/gpu" "$stage/src/"
+cp -r "$root/tests/gpu" "$stage/src/gpu"
+cp "$root/tests/interp/builtins.tile" "$stage/src/gpu/builtins.tile"
+cp -L "$build"/runtime/libtilert.so* "$stage/lib/"
 [ -d "$root/bench" ] && cp -r "$root/bench" "$stage/"
 for f in "$root"/examples/*.tile "$root"/stdlib/*.tile; do
   "$build/tools/tilec" "$f" --emit=cubin -o "$stage/cubin/$(basename "${f%.tile}").cubin"

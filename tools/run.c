@@ -1,7 +1,7 @@
-/* run.c: `tilec run`, a kernel on the reference interpreter, on data from .npy
- * files or random, without writing a host program.
+/* run.c: `tilec run`, a kernel on the reference interpreter or on the GPU, on
+ * data from .npy files or random, without writing a host program.
  *
- *   tilec run FILE --kernel NAME [-D NAME=VALUE]... --interp ARG...
+ *   tilec run FILE --kernel NAME [-D NAME=VALUE]... --interp|--device ARG...
  *             [--out NAME=PATH.npy]... [--grid X[,Y[,Z]]] [--seed N]
  *
  * Steps:
@@ -12,8 +12,13 @@
  *      strides of the array), NAME=VALUE a scalar.  Every mismatch is reported,
  *      then the run stops (exit 1).
  *   4. The grid: --grid, else the kernel's grid(...) clause.
- *   5. Interpret; the buffers are the arrays' own bytes, so narrow types stay bit-exact.
+ *   5. --interp: interpret; the buffers are the arrays' own bytes, so narrow
+ *      types stay bit-exact.
+ *      --device: open the GPU (its arch, unless --arch), compile the kernel to
+ *      a cubin in process (driver_codegen), load it through libtilert, copy the
+ *      buffers to the device, launch, wait, copy them back (device.c).
  *   6. Write each --out buffer in the dtype and shape it came in.
+ * `tilec bench` (bench.c) shares steps 1 to 3 and the device side.
  */
 #include <errno.h>
 #include <float.h>
@@ -24,16 +29,13 @@
 #include <string.h>
 
 #include "../ir/fpconv.h"
-#include "../ir/interp.h"
-#include "npy.h"
+#include "device.h"
 #include "run.h"
 
-#define RUN_DEFAULT_SEED 1
-
 static const char run_usage_text[] =
-    "usage: tilec run FILE --kernel NAME --interp ARG... [options]\n"
+    "usage: tilec run FILE --kernel NAME --interp|--device ARG... [options]\n"
     "\n"
-    "Runs one kernel of FILE (.tile or .tir) on the reference interpreter.\n"
+    "Runs one kernel of FILE (.tile or .tir) on the reference interpreter or on the GPU.\n"
     "\n"
     "Arguments (one per kernel parameter):\n"
     "  NAME=PATH.npy            a ptr<T> or tensor<T, N> parameter: the array in the file (C order).\n"
@@ -51,12 +53,18 @@ static const char run_usage_text[] =
     "Options:\n"
     "  --kernel NAME            the kernel to run (may be left out when FILE has only one)\n"
     "  --interp                 run on the CPU reference interpreter\n"
-    "  --device                 run on the GPU (not available yet)\n"
+    "  --device                 run on the GPU (through libtilert; the kernel is compiled for the\n"
+    "                           GPU's own arch unless --arch is given)\n"
     "  --out NAME=PATH.npy      after the run, write buffer argument NAME to PATH.npy; repeatable\n"
     "  --grid X[,Y[,Z]]         the launch grid (default: the kernel's grid(...) clause)\n"
     "  --seed N                 the seed of the random arguments (default 1)\n"
     "  -D NAME=VALUE            set a compile-time parameter; repeatable\n"
-    "  --pass=NAME[,NAME...]    run these passes instead of the default pipeline; -O0: none\n"
+    "  --pass=NAME[,NAME...]    run these passes instead of the default pipeline\n"
+    "  -O0..-O3                 optimization level (default -O3; -O0: no IR passes)\n"
+    "  --arch=sm_80|sm_86|sm_89|sm_90|sm_90a\n"
+    "                           (--device) the arch to compile for (default: the GPU's)\n"
+    "  -g                       (--device) check assert(...) on the GPU too\n"
+    "  --no-lineinfo            (--device) no line information in the cubin\n"
     "  --dump-after=NAME|all    print the IR after pass NAME (or every pass) to stderr\n"
     "  --ir-dump-dir=DIR        write those dumps to files in DIR instead\n"
     "  --diagnostics-color=auto|always|never\n"
@@ -64,26 +72,32 @@ static const char run_usage_text[] =
     "  -v                       print each stage, the bindings and the grid to stderr\n"
     "  -h, --help               print this help\n";
 
-typedef struct OutReq {         /* --out NAME=PATH */
-    const char *name, *path;
-} OutReq;
-
-typedef struct RunOpts {
-    DriverOpts drv;
-    const char **args;          /* the ARGs, NAME=SPEC, pointing into argv */
-    uint32_t nargs, argcap;
-    OutReq *outs;
-    uint32_t nouts, outcap;
-    uint32_t grid[3];
-    bool has_grid, interp, device;
-    uint64_t seed;
-} RunOpts;
-
-/* One kernel parameter and what was bound to it. */
-typedef struct Binding {
-    const char *spec;           /* the ARG that bound it (NULL: unbound) */
-    NpyArray arr;               /* buffer parameters: the data, in the dtype it came in */
-} Binding;
+static const char bench_usage_text[] =
+    "usage: tilec bench FILE --kernel NAME ARG... [options]\n"
+    "\n"
+    "Times one kernel of FILE on the GPU: compiles it for the GPU's arch (or --arch), binds the\n"
+    "arguments as `tilec run` does (NAME=PATH.npy, NAME=DTYPE[d0,...] of random data such as\n"
+    "x=f32[4096,4096], NAME=VALUE), launches it --warmup times, then --runs times, each timed\n"
+    "with CUDA events and preceded by a 256 MiB write that empties the L2 cache.  Prints the\n"
+    "median, minimum and maximum time and the spread, (p90 - p10) / median.\n"
+    "\n"
+    "Options:\n"
+    "  --kernel NAME            the kernel to time (may be left out when FILE has only one)\n"
+    "  --runs N                 timed runs (default 100)\n"
+    "  --warmup N               untimed runs first (default 10)\n"
+    "  --no-flush               do not empty the L2 cache between runs\n"
+    "  --bytes EXPR             bytes one run moves: prints the achieved GB/s\n"
+    "  --flops EXPR             floating-point operations of one run: prints the achieved TFLOP/s\n"
+    "                           EXPR: numbers, + - * / %, parentheses, scalar arguments by name,\n"
+    "                           NAME.bytes, NAME.numel and NAME.shape[i] of buffer arguments, and\n"
+    "                           compile-time parameters (--flops '2*A.shape[0]*A.shape[1]*B.shape[1]')\n"
+    "  --grid X[,Y[,Z]]         the launch grid (default: the kernel's grid(...) clause)\n"
+    "  --seed N                 the seed of the random arguments (default 1)\n"
+    "  -D NAME=VALUE            set a compile-time parameter; repeatable\n"
+    "  -O0..-O3, --arch=ARCH, -g, --no-lineinfo, --pass=..., --dump-after=..., --ir-dump-dir=...\n"
+    "                           as for tilec run\n"
+    "  -v                       also print ptxas's report for the kernel (registers, spills)\n"
+    "  -h, --help               print this help\n";
 
 /* ---- command line --------------------------------------------------------------- */
 
@@ -117,30 +131,48 @@ static bool parse_grid(const char *s, uint32_t grid[3])
     return false;
 }
 
-/* Returns -1 to go on, else the exit status. */
-static int parse_run_args(int argc, char **argv, RunOpts *ro)
+/* A count for --runs / --warmup: min..1000000. */
+static bool parse_count(const char *s, uint32_t min, uint32_t *out)
+{
+    uint64_t v;
+    if (!parse_u64(s, &v) || v < min || v > 1000000) return false;
+    *out = (uint32_t)v;
+    return true;
+}
+
+int run_parse_args(int argc, char **argv, RunOpts *ro)
 {
     static const struct option longopts[] = {
-        {"kernel", required_argument, NULL, OPT_KERNEL},
-        {"pass", required_argument, NULL, OPT_PASS},
-        {"dump-after", required_argument, NULL, OPT_DUMP_AFTER},
-        {"ir-dump-dir", required_argument, NULL, OPT_IR_DUMP_DIR},
-        {"diagnostics-color", required_argument, NULL, OPT_COLOR},
+        DRIVER_COMMON_LONGOPTS,
         {"interp", no_argument, NULL, OPT_INTERP},
         {"device", no_argument, NULL, OPT_DEVICE},
         {"out", required_argument, NULL, OPT_OUT},
         {"grid", required_argument, NULL, OPT_GRID},
         {"seed", required_argument, NULL, OPT_SEED},
+        {"runs", required_argument, NULL, OPT_RUNS},
+        {"warmup", required_argument, NULL, OPT_WARMUP},
+        {"bytes", required_argument, NULL, OPT_BYTES},
+        {"flops", required_argument, NULL, OPT_FLOPS},
+        {"no-flush", no_argument, NULL, OPT_NO_FLUSH},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
     const char *cmd = ro->drv.cmd;
     int c;
+    driver_normalize_argv(argc, argv);
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":D:vO::h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":" DRIVER_COMMON_SHORTOPTS "h", longopts, NULL)) != -1) {
         int r = driver_common_opt(&ro->drv, c, optarg);
         if (r < 0) return 2;
         if (r > 0) continue;
+        bool run_only = c == OPT_INTERP || c == OPT_DEVICE || c == OPT_OUT;
+        bool bench_only = c == OPT_RUNS || c == OPT_WARMUP || c == OPT_BYTES || c == OPT_FLOPS || c == OPT_NO_FLUSH;
+        if ((ro->bench && run_only) || (!ro->bench && bench_only)) {
+            const char *name = "?";
+            for (const struct option *lo = longopts; lo->name; lo++)
+                if (lo->val == c) name = lo->name;
+            return driver_usage_error(cmd, "--%s is an option of tilec %s", name, ro->bench ? "run" : "bench");
+        }
         switch (c) {
         case OPT_INTERP: ro->interp = true; break;
         case OPT_DEVICE: ro->device = true; break;
@@ -165,8 +197,19 @@ static int parse_run_args(int argc, char **argv, RunOpts *ro)
             if (!parse_u64(optarg, &ro->seed))
                 return driver_usage_error(cmd, "--seed wants a non-negative integer, not '%s'", optarg);
             break;
+        case OPT_RUNS:
+            if (!parse_count(optarg, 1, &ro->runs))
+                return driver_usage_error(cmd, "--runs wants a count in 1..1000000, not '%s'", optarg);
+            break;
+        case OPT_WARMUP:
+            if (!parse_count(optarg, 0, &ro->warmup))
+                return driver_usage_error(cmd, "--warmup wants a count in 0..1000000, not '%s'", optarg);
+            break;
+        case OPT_BYTES: ro->bytes_expr = optarg; break;
+        case OPT_FLOPS: ro->flops_expr = optarg; break;
+        case OPT_NO_FLUSH: ro->flush = false; break;
         case 'h':
-        case OPT_HELP: fputs(run_usage_text, stdout); return 0;
+        case OPT_HELP: fputs(ro->bench ? bench_usage_text : run_usage_text, stdout); return 0;
         default: return driver_bad_option(cmd, c, argv);
         }
     }
@@ -179,16 +222,30 @@ static int parse_run_args(int argc, char **argv, RunOpts *ro)
                                       "NAME=VALUE)", argv[i]);
         VEC_PUSH(ro->args, ro->nargs, ro->argcap, argv[i]);
     }
-    if (!ro->interp && !ro->device) return driver_usage_error(cmd, "say where to run the kernel: --interp");
-    if (ro->interp && ro->device) return driver_usage_error(cmd, "--interp and --device exclude each other");
+    if (ro->bench) {
+        ro->device = true;
+    } else {
+        if (!ro->interp && !ro->device)
+            return driver_usage_error(cmd, "say where to run the kernel: --interp or --device");
+        if (ro->interp && ro->device) return driver_usage_error(cmd, "--interp and --device exclude each other");
+    }
     if (ro->drv.dump_dir && ro->drv.ndump_after == 0)
         VEC_PUSH(ro->drv.dump_after, ro->drv.ndump_after, ro->drv.dumpcap, tl_xstrdup("all"));
     return -1;
 }
 
+void run_opts_free(RunOpts *ro)
+{
+    for (uint32_t i = 0; i < ro->nouts; i++) free((char *)ro->outs[i].name);
+    free(ro->outs);
+    free(ro->args);
+    driver_opts_free(&ro->drv);
+    memset(ro, 0, sizeof *ro);
+}
+
 /* ---- the kernel -------------------------------------------------------------------- */
 
-static IrFunc *pick_kernel(IrModule *m, const char *want, Diag *d)
+IrFunc *run_pick_kernel(IrModule *m, const char *want, Diag *d)
 {
     if (m->nfuncs == 1) return m->funcs[0];
     StrBuf list = {0};
@@ -219,14 +276,14 @@ static void note_params(IrFunc *f, Diag *d)
     sb_free(&b);
 }
 
-static int find_param(IrFunc *f, const char *name, size_t n)
+int run_find_param(const IrFunc *f, const char *name, size_t n)
 {
     for (uint32_t i = 0; i < f->nparams; i++)
         if (strlen(f->params[i].name) == n && memcmp(f->params[i].name, name, n) == 0) return (int)i;
     return -1;
 }
 
-static bool is_buffer_param(IrType t) { return t.kind == TY_VIEW || (t.kind == TY_TILE && t.isptr && t.rank == 0); }
+bool run_is_buffer_param(IrType t) { return t.kind == TY_VIEW || (t.kind == TY_TILE && t.isptr && t.rank == 0); }
 
 /* ---- scalars --------------------------------------------------------------------- */
 
@@ -495,7 +552,7 @@ static bool bind_all(const RunOpts *ro, IrFunc *f, Binding *binds, InterpArg *ar
     bool listed = false;
     for (uint32_t a = 0; a < ro->nargs; a++) {
         const char *arg = ro->args[a], *eq = strchr(arg, '=');
-        int pi = find_param(f, arg, (size_t)(eq - arg));
+        int pi = run_find_param(f, arg, (size_t)(eq - arg));
         if (pi < 0) {
             diag_error_noloc(d, "kernel '%s' has no parameter '%.*s'", f->source_name, (int)(eq - arg), arg);
             if (!listed) note_params(f, d);
@@ -510,7 +567,7 @@ static bool bind_all(const RunOpts *ro, IrFunc *f, Binding *binds, InterpArg *ar
         }
         b->spec = arg;
         /* a failure has been reported; the loop goes on to report the others */
-        if (is_buffer_param(p->ty)) {
+        if (run_is_buffer_param(p->ty)) {
             if (bind_buffer(ro, p, eq + 1, *nbufs, b, &args[pi], d))
                 bufs[(*nbufs)++] = (InterpBuf){b->arr.data, b->arr.bytes, p->name};
         } else if (ir_ty_is_scalar(p->ty)) {
@@ -538,9 +595,9 @@ static bool check_outs(const RunOpts *ro, IrFunc *f, Diag *d)
     int errors = d->nerrors;
     for (uint32_t i = 0; i < ro->nouts; i++) {
         const OutReq *o = &ro->outs[i];
-        int pi = find_param(f, o->name, strlen(o->name));
+        int pi = run_find_param(f, o->name, strlen(o->name));
         if (pi < 0) diag_error_noloc(d, "--out %s: kernel '%s' has no parameter '%s'", o->name, f->source_name, o->name);
-        else if (!is_buffer_param(f->params[pi].ty))
+        else if (!run_is_buffer_param(f->params[pi].ty))
             diag_error_noloc(d, "--out %s: '%s' is a scalar, not a buffer", o->name, o->name);
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(ro->outs[j].name, o->name) == 0) diag_error_noloc(d, "--out %s is given twice", o->name);
@@ -548,12 +605,47 @@ static bool check_outs(const RunOpts *ro, IrFunc *f, Diag *d)
     return d->nerrors == errors;
 }
 
-static bool write_outs(const RunOpts *ro, IrFunc *f, const Binding *binds, Diag *d)
+bool run_bind(const RunOpts *ro, IrFunc *f, KernelArgs *ka, Diag *d)
+{
+    ka->f = f;
+    ka->binds = tl_xcalloc(f->nparams + 1, sizeof *ka->binds);
+    ka->args = tl_xcalloc(f->nparams + 1, sizeof *ka->args);
+    ka->bufs = tl_xcalloc(f->nparams + 1, sizeof *ka->bufs);
+    ka->nbufs = 0;
+    if (!check_outs(ro, f, d)) return false;
+    return bind_all(ro, f, ka->binds, ka->args, ka->bufs, &ka->nbufs, d);
+}
+
+void run_args_free(KernelArgs *ka)
+{
+    if (ka->binds)
+        for (uint32_t i = 0; i < ka->f->nparams; i++) npy_free(&ka->binds[i].arr);
+    free(ka->binds);
+    free(ka->args);
+    free(ka->bufs);
+    memset(ka, 0, sizeof *ka);
+}
+
+bool run_grid(const RunOpts *ro, const KernelArgs *ka, uint32_t grid[3], Diag *d)
+{
+    if (ro->has_grid) {
+        memcpy(grid, ro->grid, sizeof ro->grid);
+        return true;
+    }
+    if (ka->f->grid == IR_NONE) {
+        diag_error_noloc(d, "kernel '%s' has no grid(...) clause: give the grid with --grid X[,Y[,Z]]",
+                         ka->f->source_name);
+        return false;
+    }
+    return interp_grid(ka->f, ka->args, grid, d);
+}
+
+bool run_write_outs(const RunOpts *ro, const KernelArgs *ka, Diag *d)
 {
     bool ok = true;
     for (uint32_t i = 0; i < ro->nouts; i++) {
         const OutReq *o = &ro->outs[i];
-        const NpyArray *a = &binds[find_param(f, o->name, strlen(o->name))].arr;
+        const NpyArray *a = &ka->binds[run_find_param(ka->f, o->name, strlen(o->name))].arr;
         char err[256];
         if (!npy_write(o->path, a, err, sizeof err)) {
             diag_error_noloc(d, "--out %s: cannot write '%s': %s", o->name, o->path, err);
@@ -565,53 +657,68 @@ static bool write_outs(const RunOpts *ro, IrFunc *f, const Binding *binds, Diag 
 
 /* ---- tilec run -------------------------------------------------------------------- */
 
-static int run_kernel(const RunOpts *ro, Source *s, IrModule *m)
+static bool run_interp(const KernelArgs *ka, const uint32_t grid[3], Diag *d)
 {
-    Diag *d = &s->diag;
-    IrFunc *f = pick_kernel(m, ro->drv.kernel, d);
-    if (!f || !check_outs(ro, f, d)) return 1;
-    Binding *binds = tl_xcalloc(f->nparams + 1, sizeof *binds);
-    InterpArg *args = tl_xcalloc(f->nparams + 1, sizeof *args);
-    InterpBuf *bufs = tl_xcalloc(f->nparams + 1, sizeof *bufs);
-    uint32_t nbufs = 0;
-    int rc = 1;
-    if (!bind_all(ro, f, binds, args, bufs, &nbufs, d)) goto out;
-
-    uint32_t grid[3] = {ro->grid[0], ro->grid[1], ro->grid[2]};
-    if (!ro->has_grid) {
-        if (f->grid == IR_NONE) {
-            diag_error_noloc(d, "kernel '%s' has no grid(...) clause: give the grid with --grid X[,Y[,Z]]",
-                             f->source_name);
-            goto out;
-        }
-        if (!interp_grid(f, args, grid, d)) goto out;
-    }
-    if (ro->drv.verbose) {
-        for (uint32_t i = 0; i < f->nparams; i++) fprintf(stderr, "tilec: %s\n", binds[i].spec);
-        fprintf(stderr, "tilec: grid (%u, %u, %u)\n", grid[0], grid[1], grid[2]);
-    }
     InterpOptions iopt = {stdout, 0};
     fflush(stdout);
-    if (!interp_run(f, bufs, nbufs, args, grid, &iopt, d)) goto out;
+    bool ok = interp_run(ka->f, ka->bufs, ka->nbufs, ka->args, grid, &iopt, d);
     fflush(stdout);
-    if (write_outs(ro, f, binds, d)) rc = 0;
-out:
-    for (uint32_t i = 0; i < f->nparams; i++) npy_free(&binds[i].arr);
-    free(binds);
-    free(args);
-    free(bufs);
+    return ok;
+}
+
+/* Opens the GPU, compiles m (whose one kernel ka holds) for it and loads the cubin. */
+bool run_device_prepare(RunOpts *ro, Source *s, IrModule *m, DevSession *ds)
+{
+    Diag *d = &s->diag;
+    if (!dev_open(ds, d)) return false;
+    if (!ro->drv.arch_given) ro->drv.arch = ds->arch;
+    if (ro->drv.verbose)
+        fprintf(stderr, "tilec: device %d: %s, compute capability %d.%d, %d SMs; compiling for %s\n",
+                ds->info.ordinal, ds->info.name, ds->info.cc_major, ds->info.cc_minor, ds->info.sm_count,
+                ro->drv.arch);
+    CgResult r;
+    if (!driver_codegen(s, m, &ro->drv, CG_EMIT_CUBIN, &r)) return false;
+    bool ok = dev_load(ds, r.cubin, r.cubin_len, m->funcs[0]->name, d);
+    cg_result_free(&r);
+    return ok;
+}
+
+static bool run_device(RunOpts *ro, Source *s, IrModule *m, const KernelArgs *ka, const uint32_t grid[3])
+{
+    Diag *d = &s->diag;
+    DevSession ds;
+    bool ok = run_device_prepare(ro, s, m, &ds) && dev_upload(&ds, ka, d) &&
+              dev_launch(&ds, ro->has_grid ? grid : NULL, d) && dev_download(&ds, ka, d);
+    fflush(stdout); /* the kernel's print output */
+    dev_close(&ds);
+    return ok;
+}
+
+static int run_kernel(RunOpts *ro, Source *s, IrModule *m)
+{
+    Diag *d = &s->diag;
+    IrFunc *f = run_pick_kernel(m, ro->drv.kernel, d);
+    if (!f) return 1;
+    KernelArgs ka = {0};
+    uint32_t grid[3];
+    int rc = 1;
+    if (run_bind(ro, f, &ka, d) && run_grid(ro, &ka, grid, d)) {
+        if (ro->drv.verbose) {
+            for (uint32_t i = 0; i < f->nparams; i++) fprintf(stderr, "tilec: %s\n", ka.binds[i].spec);
+            fprintf(stderr, "tilec: grid (%u, %u, %u)\n", grid[0], grid[1], grid[2]);
+        }
+        bool ok = ro->device ? run_device(ro, s, m, &ka, grid) : run_interp(&ka, grid, d);
+        if (ok && run_write_outs(ro, &ka, d)) rc = 0;
+    }
+    run_args_free(&ka);
     return rc;
 }
 
 int run_main(int argc, char **argv)
 {
-    RunOpts ro = {.drv = {.cmd = "tilec run"}, .seed = RUN_DEFAULT_SEED};
-    int rc = parse_run_args(argc, argv, &ro);
-    if (rc < 0 && ro.device) {
-        fprintf(stderr, "tilec: error: --device is not available yet: the GPU backend is a later step; "
-                        "use --interp\n");
-        rc = 1;
-    }
+    RunOpts ro = {.seed = RUN_DEFAULT_SEED};
+    driver_opts_init(&ro.drv, "tilec run");
+    int rc = run_parse_args(argc, argv, &ro);
     if (rc < 0) {
         Source s;
         IrModule *m = NULL;
@@ -620,9 +727,6 @@ int run_main(int argc, char **argv)
         driver_free_ir(&s, m);
         source_close(&s);
     }
-    for (uint32_t i = 0; i < ro.nouts; i++) free((char *)ro.outs[i].name);
-    free(ro.outs);
-    free(ro.args);
-    driver_opts_free(&ro.drv);
+    run_opts_free(&ro);
     return rc;
 }

@@ -1,11 +1,14 @@
 /* tilec.c: the compiler driver.
  *
- *   tilec FILE.tile|FILE.tir [options]      compile (today: to textual IR)
+ *   tilec FILE.tile|FILE.tir [options]      compile: tokens, AST, IR, LLVM IR, PTX, cubin, C header
  *   tilec run FILE --kernel NAME ...        run a kernel (run.c)
+ *   tilec bench FILE --kernel NAME ...      time a kernel on the GPU (bench.c)
  *
- * The pipeline for one input reads top to bottom in driver_build_ir():
+ * The pipeline for one input reads top to bottom in driver_build_ir() and
+ * driver_codegen():
  *   read -> (.tile) parse -> lower | (.tir) parse -> select kernels
- *        -> verify -> passes (with dumps) -> emit.
+ *        -> verify -> passes (with dumps) -> emit tokens/AST/IR
+ *        -> layout (with dumps) -> LLVM IR -> PTX -> cubin -> emit, or a C header (header.c).
  * Exit status: 0 success, 1 a user error (diagnostics printed), 2 a bad
  * command line (one line saying what, and a hint).
  */
@@ -17,8 +20,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../passes/pass.h"
+#include "header.h"
 #include "run.h"
 
 #ifndef TILEC_VERSION
@@ -28,35 +33,80 @@
 #error "TILEC_LLVM_VERSION is defined by tools/CMakeLists.txt"
 #endif
 
-typedef enum { EMIT_TOKENS, EMIT_AST, EMIT_IR } Emit;
+/* ORDER: emit_names follows this enum. */
+typedef enum { EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LLVM, EMIT_PTX, EMIT_CUBIN, EMIT_HEADER } Emit;
 
-static const char *const emit_names[] = {"tokens", "ast", "ir"};
-/* --emit values of later stages, refused with a clear word until they exist */
-static const char *const emit_later[] = {"llvm", "ptx", "cubin", "header"};
+static const char *const emit_names[] = {"tokens", "ast", "ir", "llvm", "ptx", "cubin", "header"};
+
+/* What `tilec FILE` alone takes besides DriverOpts. */
+typedef struct CompileOpts {
+    Emit emit;
+    const char *out_path;       /* -o; NULL: standard output (a cubin: STEM.cubin) */
+    bool embed;                 /* --embed: the cubin inside the header */
+    const char *cubin_path;     /* --cubin-path: where the header's loader looks (no --embed) */
+    const char *module_name;    /* --module-name: the prefix of the header's module functions */
+} CompileOpts;
 
 static const char usage_text[] =
     "usage: tilec FILE.tile|FILE.tir [options]\n"
-    "       tilec run FILE --kernel NAME --interp ARG... [options]   (see tilec run --help)\n"
+    "       tilec run FILE --kernel NAME --interp|--device ARG... [options]   (see tilec run --help)\n"
+    "       tilec bench FILE --kernel NAME ARG... [options]                  (see tilec bench --help)\n"
     "\n"
     "Compiles tile-language kernels.  Without --kernel, every kernel in FILE is\n"
     "compiled with its default compile-time parameters.\n"
     "\n"
     "Options:\n"
-    "  -o FILE                  write the output to FILE ('-' or none: standard output)\n"
-    "  --emit=tokens|ast|ir     stop after lexing, parsing or the passes and print that (default: ir)\n"
+    "  -o FILE                  write the output to FILE ('-': standard output).  Without -o, text\n"
+    "                           (tokens, ast, ir, llvm, ptx, header) goes to standard output and a\n"
+    "                           cubin to STEM.cubin in the current folder (STEM: FILE without .tile)\n"
+    "  --emit=tokens|ast|ir|llvm|ptx|cubin|header\n"
+    "                           what to write (default: ir):\n"
+    "                             tokens, ast   the lexer's tokens, the syntax tree (.tile only)\n"
+    "                             ir            tile IR after the passes\n"
+    "                             llvm          LLVM IR after lowering, before LLVM's optimizer\n"
+    "                             ptx           PTX, with the kernel metadata (__tilec_meta)\n"
+    "                             cubin         an ELF cubin for --arch, through nvJitLink\n"
+    "                             header        a C header with one typed launch function per\n"
+    "                                           kernel (see 'C header' below)\n"
+    "  --arch=sm_80|sm_86|sm_89|sm_90|sm_90a\n"
+    "                           the GPU to compile for (default: sm_90a)\n"
+    "  -O0, -O1, -O2, -O3       optimization level (default -O3).  -O0: no IR passes, LLVM and\n"
+    "                           ptxas at -O0; -O1..-O3: the IR pipeline, LLVM and ptxas at that\n"
+    "                           level; -O is -O3.  A .tir runs the IR passes only when -O1..-O3 is\n"
+    "                           given (it is IR as a test or a dump wrote it)\n"
+    "  -g                       keep assert(...) checks in device code (otherwise they compile to\n"
+    "                           nothing on the GPU; the interpreter always checks them)\n"
+    "  -lineinfo, --lineinfo    line information (.loc) naming .tile lines, for ncu and\n"
+    "                           compute-sanitizer (default: on)\n"
+    "  --no-lineinfo            leave line information out\n"
     "  --kernel NAME            compile only kernel NAME (in a .tir also a specialization symbol)\n"
     "  -D NAME=VALUE            set a compile-time parameter (-D BLOCK=256, -DT=f16); repeatable\n"
-    "  --pass=NAME[,NAME...]    run these passes in this order instead of the default pipeline\n"
-    "  -O0                      run no passes (-O, -O1, -O2, -O3: the default pipeline;\n"
-    "                           a .tile runs it by default, a .tir only when -O is given)\n"
-    "  --dump-after=NAME|all    print the IR after pass NAME (or every pass) to stderr\n"
+    "  --pass=NAME[,NAME...]    run these IR passes in this order instead of the default pipeline\n"
+    "  --dump-after=NAME|all    print the IR after pass NAME (or every pass) to stderr; the layout\n"
+    "                           pass runs before code generation (--emit=llvm, ptx, cubin)\n"
     "  --ir-dump-dir=DIR        write those dumps to DIR/NN-KERNEL-PASS.tir instead\n"
     "                           (without --dump-after: after every pass)\n"
     "  --diagnostics-color=auto|always|never\n"
     "                           colour in error messages (default: auto, on a terminal)\n"
-    "  -v                       print each stage and the time it took to stderr\n"
+    "  -v                       print each stage and the time it took to stderr; with\n"
+    "                           --emit=cubin or --embed, also ptxas's report per kernel\n"
+    "                           (registers, shared memory, spills)\n"
     "  --version                print the version of tilec and of the LLVM it is built for\n"
-    "  -h, --help               print this help\n";
+    "  -h, --help               print this help\n"
+    "\n"
+    "C header (--emit=header):\n"
+    "  --embed                  put the cubin inside the header (compiled for --arch)\n"
+    "  --cubin-path=PATH        without --embed: the cubin the header loads (default: STEM.cubin,\n"
+    "                           relative to the program's working folder); a program may change\n"
+    "                           it with MODULE_set_cubin_path() before its first launch\n"
+    "  --module-name=NAME       the prefix of the module functions (default: the stem of -o, else\n"
+    "                           of FILE)\n"
+    "  Per kernel K the header declares\n"
+    "    tilert_status K_launch(CUstream stream, PARAMS...)       grid from grid(...)\n"
+    "    tilert_status K_launch_grid(CUstream stream, const uint32_t grid[3], PARAMS...)\n"
+    "    tilert_status K_kernel(tilert_kernel **out)\n"
+    "  with tensor<T, N> -> tilert_tensor, ptr<T> -> a device pointer, scalars -> the C type;\n"
+    "  and per module MODULE_module(tilert_module **out) and MODULE_unload().\n";
 
 /* ---- options both commands share -------------------------------------------- */
 
@@ -163,15 +213,27 @@ int driver_common_opt(DriverOpts *o, int c, const char *arg)
     switch (c) {
     case 'D': return add_define(o, arg);
     case 'v': o->verbose = true; return 1;
+    case 'g': o->debug = true; return 1;
     case 'O':
         o->opt_given = true;
-        if (!arg || strcmp(arg, "1") == 0 || strcmp(arg, "2") == 0 || strcmp(arg, "3") == 0) o->no_passes = false;
-        else if (strcmp(arg, "0") == 0) o->no_passes = true;
-        else {
-            driver_usage_error(o->cmd, "unknown optimization level '-O%s' (use -O0 or -O)", arg);
+        if (!arg) arg = "3";
+        if (arg[0] < '0' || arg[0] > '3' || arg[1]) {
+            driver_usage_error(o->cmd, "unknown optimization level '-O%s' (use -O0, -O1, -O2 or -O3)", arg);
             return -1;
         }
+        o->opt_level = arg[0] - '0';
+        o->no_passes = o->opt_level == 0;
         return 1;
+    case OPT_ARCH:
+        if (!cg_arch_valid(arg)) {
+            driver_usage_error(o->cmd, "unknown GPU arch '--arch=%s' (use sm_80, sm_86, sm_89, sm_90 or sm_90a)", arg);
+            return -1;
+        }
+        o->arch = arg;
+        o->arch_given = true;
+        return 1;
+    case OPT_LINEINFO: o->lineinfo = true; return 1;
+    case OPT_NO_LINEINFO: o->lineinfo = false; return 1;
     case OPT_KERNEL: o->kernel = arg; return 1;
     case OPT_PASS: return add_pass_names(o->cmd, &o->passes, &o->npasses, &o->passcap, arg, "--pass", false);
     case OPT_DUMP_AFTER:
@@ -194,6 +256,35 @@ int driver_common_opt(DriverOpts *o, int c, const char *arg)
         return 1;
     default: return 0;
     }
+}
+
+void driver_opts_init(DriverOpts *o, const char *cmd)
+{
+    memset(o, 0, sizeof *o);
+    o->cmd = cmd;
+    o->opt_level = DRIVER_DEFAULT_OPT;
+    o->arch = DRIVER_DEFAULT_ARCH;
+    o->lineinfo = true;
+}
+
+void driver_normalize_argv(int argc, char **argv)
+{
+    static char lineinfo[] = "--lineinfo";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) break;
+        if (strcmp(argv[i], "-lineinfo") == 0) argv[i] = lineinfo;
+    }
+}
+
+CgTarget driver_target(const DriverOpts *o)
+{
+    CgTarget t = {0};
+    t.arch = o->arch;
+    t.opt_level = o->opt_level;
+    t.lineinfo = o->lineinfo;
+    t.verbose = o->verbose;
+    t.debug = o->debug;
+    return t;
 }
 
 void driver_opts_free(DriverOpts *o)
@@ -429,9 +520,35 @@ IrModule *driver_build_ir(Source *s, const DriverOpts *o)
     return m;
 }
 
+bool driver_codegen(Source *s, IrModule *m, const DriverOpts *o, CgEmit upto, CgResult *r)
+{
+    Diag *d = &s->diag;
+    memset(r, 0, sizeof *r);
+    PassDump dump = {o->dump_after, o->ndump_after, o->dump_dir, stderr};
+    if (o->dump_dir && !make_dir(o->dump_dir, d)) return false;
+    int errors = d->nerrors;
+    double t = now();
+    bool ok = pass_run_backend(m, &dump, d);
+    stage(o, "layout", t);
+    if (!ok && d->nerrors == errors) diag_error_noloc(d, "cannot write the IR dumps: %s", strerror(errno));
+    if (!ok || d->nerrors != errors) return false;
+    CgTarget target = driver_target(o);
+    t = now();
+    ok = cg_compile_module(m, &target, upto, r, d);
+    stage(o, upto == CG_EMIT_LLVM ? "llvm" : upto == CG_EMIT_PTX ? "ptx" : "cubin", t);
+    if (ok && d->nerrors != errors) ok = false;
+    if (ok && o->verbose && r->info.len) {
+        /* ptxas's report, one block per kernel: registers, shared memory, spills */
+        fputs(r->info.s, stderr);
+        if (r->info.s[r->info.len - 1] != '\n') fputc('\n', stderr);
+    }
+    if (!ok) cg_result_free(r);
+    return ok;
+}
+
 /* ---- tilec FILE ----------------------------------------------------------------- */
 
-static bool write_output(const char *path, const StrBuf *out, Diag *d)
+static bool write_bytes(const char *path, const void *data, size_t len, Diag *d)
 {
     bool to_stdout = !path || strcmp(path, "-") == 0;
     FILE *f = to_stdout ? stdout : fopen(path, "wb");
@@ -439,13 +556,67 @@ static bool write_output(const char *path, const StrBuf *out, Diag *d)
         diag_error_noloc(d, "cannot write '%s': %s", path, strerror(errno));
         return false;
     }
-    bool ok = out->len == 0 || fwrite(out->s, 1, out->len, f) == out->len;
+    bool ok = len == 0 || fwrite(data, 1, len, f) == len;
     ok = (to_stdout ? fflush(f) : fclose(f)) == 0 && ok;
-    if (!ok) diag_error_noloc(d, "cannot write '%s': %s", to_stdout ? "<stdout>" : path, strerror(errno));
+    if (!ok) {
+        diag_error_noloc(d, "cannot write '%s': %s", to_stdout ? "<stdout>" : path, strerror(errno));
+        if (!to_stdout) remove(path);
+    }
     return ok;
 }
 
-static int compile(const DriverOpts *o, Emit emit, const char *out_path)
+/* The file name of `path` without its folder and without `suffix` (if it ends so). */
+static char *stem_of(const char *path, const char *suffix)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(base), m = strlen(suffix);
+    if (n > m && strcmp(base + n - m, suffix) == 0) n -= m;
+    return copy_n(base, n);
+}
+
+static char *input_stem(const char *input)
+{
+    return stem_of(input, has_suffix(input, ".tir") ? ".tir" : ".tile");
+}
+
+/* --emit=header: the module name, the cubin path, and the header text. */
+static bool emit_header(const DriverOpts *o, const CompileOpts *co, Source *s, IrModule *m, StrBuf *out)
+{
+    CgResult r = {0};
+    if (co->embed && !driver_codegen(s, m, o, CG_EMIT_CUBIN, &r)) return false;
+    char *stem = input_stem(o->input);
+    char *name = co->module_name ? tl_xstrdup(co->module_name)
+                 : co->out_path && strcmp(co->out_path, "-") != 0 ? stem_of(co->out_path, ".h")
+                                                                   : tl_xstrdup(stem);
+    char *cubin_path = NULL;
+    if (!co->embed) {
+        size_t n = strlen(stem) + sizeof ".cubin";
+        cubin_path = tl_xmalloc(n);
+        snprintf(cubin_path, n, "%s.cubin", stem);
+    }
+    HeaderOpts h = {
+        .module_name = name,
+        .source = o->input,
+        .arch = o->arch,
+        .opt_level = o->opt_level,
+        .debug = o->debug,
+        .cubin = r.cubin,
+        .cubin_len = r.cubin_len,
+        .cubin_path = co->cubin_path ? co->cubin_path : cubin_path,
+        .tilec_version = TILEC_VERSION,
+    };
+    double t = now();
+    bool ok = header_write(out, m, &h, &s->diag);
+    stage(o, "header", t);
+    free(cubin_path);
+    free(name);
+    free(stem);
+    cg_result_free(&r);
+    return ok;
+}
+
+static int compile(const DriverOpts *o, const CompileOpts *co)
 {
     Source s;
     if (!source_open(&s, o)) {
@@ -453,9 +624,13 @@ static int compile(const DriverOpts *o, Emit emit, const char *out_path)
         return 1;
     }
     StrBuf out = {0};
+    const void *bytes = NULL;   /* what to write: out, or a cubin */
+    size_t nbytes = 0;
+    CgResult r = {0};
+    IrModule *m = NULL;
     bool ok = false;
     double t = now();
-    switch (emit) {
+    switch (co->emit) {
     case EMIT_TOKENS:
         ok = ast_dump_tokens(&out, s.path, s.text, s.len, &s.diag) && s.diag.nerrors == 0;
         stage(o, "lex", t);
@@ -468,15 +643,50 @@ static int compile(const DriverOpts *o, Emit emit, const char *out_path)
         if (ast) ast_free(ast);
         break;
     }
-    case EMIT_IR: {
-        IrModule *m = driver_build_ir(&s, o);
+    case EMIT_IR:
+        m = driver_build_ir(&s, o);
         ok = m != NULL;
         if (ok) ir_print_module(&out, m);
-        driver_free_ir(&s, m);
+        break;
+    case EMIT_LLVM:
+    case EMIT_PTX:
+    case EMIT_CUBIN: {
+        CgEmit upto = co->emit == EMIT_LLVM ? CG_EMIT_LLVM : co->emit == EMIT_PTX ? CG_EMIT_PTX : CG_EMIT_CUBIN;
+        m = driver_build_ir(&s, o);
+        ok = m && driver_codegen(&s, m, o, upto, &r);
+        if (ok && upto == CG_EMIT_CUBIN) {
+            bytes = r.cubin;
+            nbytes = r.cubin_len;
+        } else if (ok) {
+            const StrBuf *text = upto == CG_EMIT_LLVM ? &r.llvm : &r.ptx;
+            bytes = text->s;
+            nbytes = text->len;
+        }
         break;
     }
+    case EMIT_HEADER:
+        m = driver_build_ir(&s, o);
+        ok = m && emit_header(o, co, &s, m, &out);
+        break;
     }
-    if (ok) ok = write_output(out_path, &out, &s.diag);
+    if (ok && !bytes) {
+        bytes = out.s;
+        nbytes = out.len;
+    }
+    char *default_path = NULL;
+    const char *path = co->out_path;
+    if (ok && co->emit == EMIT_CUBIN && !path) {
+        char *stem = input_stem(o->input);
+        size_t n = strlen(stem) + sizeof ".cubin";
+        default_path = tl_xmalloc(n);
+        snprintf(default_path, n, "%s.cubin", stem);
+        free(stem);
+        path = default_path;
+    }
+    if (ok) ok = write_bytes(path, bytes, nbytes, &s.diag);
+    free(default_path);
+    cg_result_free(&r);
+    driver_free_ir(&s, m);
     sb_free(&out);
     source_close(&s);
     return ok ? 0 : 1;
@@ -485,8 +695,11 @@ static int compile(const DriverOpts *o, Emit emit, const char *out_path)
 static void print_help(void)
 {
     fputs(usage_text, stdout);
-    fputs("\nPasses (the default pipeline runs them all, in this order):\n", stdout);
-    for (size_t i = 0; i < pass_count; i++) printf("  %-24s %s\n", pass_table[i].name, pass_table[i].summary);
+    fputs("\nPasses (the default pipeline runs the IR passes, in this order; layout runs before code "
+          "generation):\n", stdout);
+    for (size_t i = 0; i < pass_count; i++)
+        printf("  %-24s %s%s\n", pass_table[i].name, pass_table[i].summary,
+               pass_table[i].stage == PASS_BACKEND ? " (backend)" : "");
 }
 
 /* False after a usage error. */
@@ -497,45 +710,74 @@ static bool parse_emit(const char *arg, Emit *emit)
             *emit = (Emit)i;
             return true;
         }
-    for (size_t i = 0; i < TL_COUNTOF(emit_later); i++)
-        if (strcmp(arg, emit_later[i]) == 0) {
-            driver_usage_error("tilec", "--emit=%s is not available yet (the GPU backend is a later step); "
-                               "use tokens, ast or ir", arg);
-            return false;
-        }
-    driver_usage_error("tilec", "--emit wants tokens, ast or ir, not '%s'", arg);
+    driver_usage_error("tilec", "--emit wants tokens, ast, ir, llvm, ptx, cubin or header, not '%s'", arg);
     return false;
+}
+
+/* Checks the combination of options once they are all read; -1 to go on, else 2. */
+static int check_compile_opts(const DriverOpts *o, const CompileOpts *co, int nfiles, char **files)
+{
+    if (nfiles == 0) return driver_usage_error("tilec", "no input file");
+    if (nfiles > 1) return driver_usage_error("tilec", "more than one input file ('%s', '%s')", files[0], files[1]);
+    if (!has_suffix(files[0], ".tile") && !has_suffix(files[0], ".tir"))
+        return driver_usage_error("tilec", "'%s': unknown kind of input (expected FILE.tile or FILE.tir)", files[0]);
+    bool tir = has_suffix(files[0], ".tir");
+    if (tir && (co->emit == EMIT_TOKENS || co->emit == EMIT_AST))
+        return driver_usage_error("tilec", "--emit=%s needs a .tile input", emit_names[co->emit]);
+    if (tir && o->ndefines)
+        return driver_usage_error("tilec", "-D sets compile-time parameters of a .tile source; a .tir is "
+                                  "already specialized");
+    if (co->emit != EMIT_HEADER) {
+        if (co->embed) return driver_usage_error("tilec", "--embed goes with --emit=header");
+        if (co->cubin_path) return driver_usage_error("tilec", "--cubin-path goes with --emit=header");
+        if (co->module_name) return driver_usage_error("tilec", "--module-name goes with --emit=header");
+    }
+    if (co->embed && co->cubin_path)
+        return driver_usage_error("tilec", "--cubin-path and --embed exclude each other (an embedded cubin is "
+                                  "loaded from memory)");
+    if (co->module_name && !is_ident(co->module_name, strlen(co->module_name)))
+        return driver_usage_error("tilec", "--module-name wants a C identifier, not '%s'", co->module_name);
+    if (co->emit == EMIT_CUBIN && co->out_path && strcmp(co->out_path, "-") == 0 && isatty(STDOUT_FILENO))
+        return driver_usage_error("tilec", "a cubin is binary: not writing it to a terminal (give -o FILE)");
+    return -1;
 }
 
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "run") == 0) return run_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "bench") == 0) return bench_main(argc - 1, argv + 1);
 
     static const struct option longopts[] = {
+        DRIVER_COMMON_LONGOPTS,
         {"emit", required_argument, NULL, OPT_EMIT},
-        {"kernel", required_argument, NULL, OPT_KERNEL},
-        {"pass", required_argument, NULL, OPT_PASS},
-        {"dump-after", required_argument, NULL, OPT_DUMP_AFTER},
-        {"ir-dump-dir", required_argument, NULL, OPT_IR_DUMP_DIR},
-        {"diagnostics-color", required_argument, NULL, OPT_COLOR},
+        {"embed", no_argument, NULL, OPT_EMBED},
+        {"cubin-path", required_argument, NULL, OPT_CUBIN_PATH},
+        {"module-name", required_argument, NULL, OPT_MODULE_NAME},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
-    DriverOpts o = {.cmd = "tilec"};
-    Emit emit = EMIT_IR;
-    const char *out_path = NULL;
+    DriverOpts o;
+    driver_opts_init(&o, "tilec");
+    CompileOpts co = {.emit = EMIT_IR};
     int rc = -1, c;
+    driver_normalize_argv(argc, argv);
     opterr = 0;
-    while (rc < 0 && (c = getopt_long(argc, argv, ":o:D:vO::h", longopts, NULL)) != -1) {
+    while (rc < 0 && (c = getopt_long(argc, argv, ":o:" DRIVER_COMMON_SHORTOPTS "h", longopts, NULL)) != -1) {
         int r = driver_common_opt(&o, c, optarg);
         if (r < 0) rc = 2;
         if (r != 0) continue;
         switch (c) {
-        case 'o': out_path = optarg; break;
+        case 'o': co.out_path = optarg; break;
         case OPT_EMIT:
-            if (!parse_emit(optarg, &emit)) rc = 2;
+            if (!parse_emit(optarg, &co.emit)) rc = 2;
             break;
+        case OPT_EMBED: co.embed = true; break;
+        case OPT_CUBIN_PATH:
+            if (!*optarg) rc = driver_usage_error("tilec", "--cubin-path wants a path");
+            co.cubin_path = optarg;
+            break;
+        case OPT_MODULE_NAME: co.module_name = optarg; break;
         case OPT_VERSION:
             printf("tilec %s\nbuilt for LLVM %s\n", TILEC_VERSION, TILEC_LLVM_VERSION);
             rc = 0;
@@ -548,26 +790,11 @@ int main(int argc, char **argv)
         default: rc = driver_bad_option("tilec", c, argv); break;
         }
     }
-    if (rc < 0) {
-        if (optind >= argc) rc = driver_usage_error("tilec", "no input file");
-        else if (optind + 1 < argc)
-            rc = driver_usage_error("tilec", "more than one input file ('%s', '%s')", argv[optind], argv[optind + 1]);
-        else if (!has_suffix(argv[optind], ".tile") && !has_suffix(argv[optind], ".tir"))
-            rc = driver_usage_error("tilec", "'%s': unknown kind of input (expected FILE.tile or FILE.tir)",
-                                    argv[optind]);
-    }
+    if (rc < 0) rc = check_compile_opts(&o, &co, argc - optind, argv + optind);
     if (rc < 0) {
         o.input = argv[optind];
-        bool tir = has_suffix(o.input, ".tir");
-        if (tir && emit != EMIT_IR)
-            rc = driver_usage_error("tilec", "--emit=%s needs a .tile input", emit_names[emit]);
-        else if (tir && o.ndefines)
-            rc = driver_usage_error("tilec", "-D sets compile-time parameters of a .tile source; a .tir is "
-                                    "already specialized");
-    }
-    if (rc < 0) {
         if (o.dump_dir && o.ndump_after == 0) VEC_PUSH(o.dump_after, o.ndump_after, o.dumpcap, tl_xstrdup("all"));
-        rc = compile(&o, emit, out_path);
+        rc = compile(&o, &co);
     }
     driver_opts_free(&o);
     return rc;

@@ -10,8 +10,7 @@ check 2 err "unknown option '-q'" "$TILEC" "$vadd" -q
 check 2 err "option '-o' needs a value" "$TILEC" "$vadd" -o
 check 2 err "needs a value" "$TILEC" "$vadd" --emit
 check 2 err "more than one input file" "$TILEC" "$vadd" "$vadd"
-check 2 err "--emit wants tokens, ast or ir, not 'bytes'" "$TILEC" "$vadd" --emit=bytes
-check 2 err "--emit=ptx is not available yet" "$TILEC" "$vadd" --emit=ptx
+check 2 err "--emit wants tokens, ast, ir, llvm, ptx, cubin or header, not 'bytes'" "$TILEC" "$vadd" --emit=bytes
 check 2 err "-D wants NAME=VALUE, not 'BLOCK'" "$TILEC" "$vadd" -D BLOCK
 check 2 err "-D wants NAME=VALUE, not '1X=3'" "$TILEC" "$vadd" -D1X=3
 check 2 err "-D wants NAME=VALUE, not 'BLOCK='" "$TILEC" "$vadd" -DBLOCK=
@@ -33,7 +32,8 @@ check 2 err "a .tir is already specialized" "$TILEC" vadd.tir -D BLOCK=64
 
 # tilec run
 check 2 err "no input file" "$TILEC" run
-check 2 err "say where to run the kernel: --interp" "$TILEC" run "$vadd" --kernel vadd n=4
+check 2 err "say where to run the kernel: --interp or --device" "$TILEC" run "$vadd" --kernel vadd n=4
+check 2 err "--interp and --device exclude each other" "$TILEC" run "$vadd" --interp --device n=4
 check 2 err "'x.npy' is not an argument binding" "$TILEC" run "$vadd" --interp x.npy
 check 2 err "--grid wants X[,Y[,Z]]" "$TILEC" run "$vadd" --interp --grid 0
 check 2 err "--grid wants X[,Y[,Z]]" "$TILEC" run "$vadd" --interp --grid 1,2,3,4
@@ -41,5 +41,5 @@ check 2 err "--grid wants X[,Y[,Z]]" "$TILEC" run "$vadd" --interp --grid 2x
 check 2 err "--seed wants a non-negative integer" "$TILEC" run "$vadd" --interp --seed -1
 check 2 err "--out wants NAME=PATH.npy" "$TILEC" run "$vadd" --interp --out o.npy
 check 2 err "tilec run --help" "$TILEC" run "$vadd" --interp --bogus
-check 1 err "--device is not available yet" "$TILEC" run "$vadd" --kernel vadd --device n=4
+check 1 err "kernel 'vadd' needs an argument for: x, y, out" "$TILEC" run "$vadd" --kernel vadd --device n=4
 finish

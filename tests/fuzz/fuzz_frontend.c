@@ -7,33 +7,50 @@
  *   3. on each module that lowered: ir_verify_module, then the text round trip
  *      print -> ir_parse -> print, which must give the same text;
  *   4. the default pass pipeline (pass_run_pipeline), then the same verify and
- *      round trip on the result.
+ *      round trip on the result;
+ *   5. a differential test of the passes: each kernel small enough (no op over
+ *      INTERP_MAX_COST elements or multiply-adds, little printing) runs in the
+ *      reference interpreter before and after the pipeline, on the same
+ *      deterministic arguments (scalars, 1024-element buffers, 8^N views; at most
+ *      2x2x2 programs, INTERP_MAX_STEPS ops).  When the run before the passes
+ *      succeeds, the run after them must succeed too and leave the same bytes in
+ *      every buffer (NaN equal to NaN) and print the same text.
  * An input that starts with "// tilec IR" is textual IR instead (what
  * `tilec FILE.tir` reads): ir_parse, and when that succeeds ir_verify_module;
- * on valid IR, steps 3 and 4 as above.
+ * on valid IR, steps 3 to 5 as above.
  * A user error anywhere is fine (the input is malformed).  What is not fine,
  * and stops the fuzzer with __builtin_trap: IR from a successful lowering or
- * pass that does not verify, printed IR that does not parse back, or a round
- * trip that changes the text.  Crashes, sanitizer reports, leaks and hangs are
- * caught by libFuzzer itself.  Diagnostics go nowhere (Diag.out = NULL, no
- * capture) so that the fuzzer runs quietly and fast.
+ * pass that does not verify, printed IR that does not parse back, a round
+ * trip that changes the text, or passes that change what a kernel computes.
+ * Crashes, sanitizer reports, leaks and hangs are caught by libFuzzer itself.
+ * Diagnostics go nowhere (Diag.out = NULL, no capture) so that the fuzzer runs
+ * quietly and fast.
  *
  * Built with -DTILEC_FUZZ_STANDALONE (no libFuzzer: gcc builds), the file also
  * provides a main() that replays files and folders given on the command line,
  * so the seed corpus is replayed by every build, sanitized or not.
  */
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "frontend/ast.h"
 #include "frontend/frontend.h"
+#include "ir/fpconv.h"
+#include "ir/interp.h"
 #include "ir/ir.h"
 #include "passes/pass.h"
 
 enum {
-    MAX_INPUT = 1 << 16,  /* longer inputs are ignored: they only slow the search */
-    MAX_KERNELS = 16,     /* kernels lowered per input */
+    MAX_INPUT = 1 << 16,        /* longer inputs are ignored: they only slow the search */
+    MAX_KERNELS = 16,           /* kernels lowered per input */
+    INTERP_MAX_COST = 1 << 14,  /* elements (or dot multiply-adds) of the largest op interpreted */
+    INTERP_MAX_PRINT = 64,      /* elements printed by one print op */
+    INTERP_MAX_STEPS = 2000,    /* ops executed per run (before the passes; twice that after) */
+    INTERP_PTR_ELEMS = 1024,    /* elements behind each pointer argument */
+    INTERP_VIEW_DIM = 8,        /* each dimension of each view argument */
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -74,13 +91,150 @@ static void round_trip(const StrBuf *text)
     ir_module_free(back);
 }
 
-/* Steps 3 and 4 on a module known to be valid; frees it. */
+/* ---- step 5: the interpreter before and after the passes ---------------------- */
+
+typedef struct Run {            /* one kernel's arguments, and what a run left in them */
+    bool active;                /* the kernel is small enough to interpret */
+    bool ok;                    /* the run finished without an error */
+    InterpBuf *bufs;
+    uint32_t nbufs;
+    InterpArg *args;
+    uint32_t grid[3];
+    char *printed;              /* what `print` wrote */
+    size_t nprinted;
+} Run;
+
+static int64_t numel_of(IrFunc *f, IrVal v)
+{
+    IrType t = ir_vty(f, v);
+    return t.kind == TY_TILE ? ir_ty_numel(t) : 1;
+}
+
+/* Small enough to interpret twice per input at fuzzing speed. */
+static bool cheap_enough(IrFunc *f)
+{
+    for (uint32_t i = 0; i < f->nops; i++) {
+        const IrOp *op = &f->ops[i];
+        if (op->dead) continue;
+        int64_t cost = 0;
+        for (uint32_t r = 0; r < op->nres; r++) cost = TL_MAX(cost, numel_of(f, ir_res(op, r)));
+        int64_t printed = 0;
+        for (uint32_t k = 0; k < op->nopnd; k++) {
+            cost = TL_MAX(cost, numel_of(f, ir_opnd(f, op, k)));
+            printed += numel_of(f, ir_opnd(f, op, k));
+        }
+        if (op->opc == IR_DOT) {
+            IrType a = ir_vty(f, ir_opnd(f, op, 0)), b = ir_vty(f, ir_opnd(f, op, 1));
+            cost = (int64_t)a.dims[0] * a.dims[1] * b.dims[1];
+        }
+        if (cost > INTERP_MAX_COST || (op->opc == IR_PRINT && printed > INTERP_MAX_PRINT)) return false;
+    }
+    return true;
+}
+
+/* Deterministic arguments; the grid from the kernel's clause (or `grid`), at most 2x2x2. */
+static void run_setup(IrFunc *f, Run *r, const uint32_t *grid)
+{
+    uint32_t n = f->nparams ? f->nparams : 1;
+    r->bufs = tl_xcalloc(n, sizeof *r->bufs);
+    r->args = tl_xcalloc(n, sizeof *r->args);
+    r->nbufs = 0;
+    for (uint32_t k = 0; k < f->nparams; k++) {
+        IrType t = f->params[k].ty;
+        InterpArg *a = &r->args[k];
+        int64_t elems = INTERP_PTR_ELEMS;
+        if (t.kind == TY_VIEW) {
+            a->kind = IARG_VIEW;
+            int64_t stride = 1;
+            for (int d = t.rank - 1; d >= 0; d--) {
+                a->shape[d] = INTERP_VIEW_DIM;
+                a->stride[d] = stride;
+                stride *= INTERP_VIEW_DIM;
+            }
+            elems = stride;
+        } else if (t.isptr) {
+            a->kind = IARG_PTR;
+        } else {
+            a->kind = IARG_SCALAR;
+            a->i = 3 + (int64_t)k;
+            a->f = 0.75 + (double)k;
+            continue;
+        }
+        size_t bytes = (size_t)elems * (size_t)dt_bytes((DType)t.dt);
+        unsigned char *data = tl_xmalloc(bytes);
+        for (size_t i = 0; i < bytes; i++) data[i] = (unsigned char)(((i + 1) * 2654435761u + k) >> 13);
+        a->buf = r->nbufs;
+        r->bufs[r->nbufs++] = (InterpBuf){.data = data, .bytes = bytes, .name = f->params[k].name};
+    }
+    if (grid) {
+        memcpy(r->grid, grid, sizeof r->grid);
+        return;
+    }
+    Diag d;
+    quiet_diag(&d, "fuzz", NULL, 0);
+    if (!f->grid || !interp_grid(f, r->args, r->grid, &d)) r->grid[0] = r->grid[1] = r->grid[2] = 1;
+    diag_free(&d);
+    for (int i = 0; i < 3; i++) r->grid[i] = TL_MIN(r->grid[i], 2u);
+}
+
+static void run_kernel(IrFunc *f, Run *r, uint64_t max_steps)
+{
+    FILE *out = open_memstream(&r->printed, &r->nprinted);
+    if (!out) __builtin_trap();
+    InterpOptions opt = {.print_out = out, .max_steps = max_steps};
+    Diag d;
+    quiet_diag(&d, "fuzz", NULL, 0);
+    r->ok = interp_run(f, r->bufs, r->nbufs, r->args, r->grid, &opt, &d);
+    diag_free(&d);
+    fclose(out);
+    for (size_t i = 0; i + 4 <= r->nprinted; i++) /* "-nan" and "nan" are one NaN */
+        if (memcmp(r->printed + i, "-nan", 4) == 0) r->printed[i] = ' ';
+}
+
+static void run_free(Run *r)
+{
+    for (uint32_t i = 0; i < r->nbufs; i++) free(r->bufs[i].data);
+    free(r->bufs);
+    free(r->args);
+    free(r->printed);
+    memset(r, 0, sizeof *r);
+}
+
+static bool same_results(IrFunc *f, const Run *a, const Run *b)
+{
+    if (a->nprinted != b->nprinted || (a->nprinted && memcmp(a->printed, b->printed, a->nprinted) != 0))
+        return false;
+    for (uint32_t k = 0; k < f->nparams; k++) {
+        IrType t = f->params[k].ty;
+        if (a->args[k].kind == IARG_SCALAR) continue;
+        const InterpBuf *x = &a->bufs[a->args[k].buf], *y = &b->bufs[b->args[k].buf];
+        size_t w = (size_t)dt_bytes((DType)t.dt);
+        for (size_t i = 0; i < x->bytes; i += w) {
+            const unsigned char *p = (const unsigned char *)x->data + i, *q = (const unsigned char *)y->data + i;
+            if (memcmp(p, q, w) == 0) continue;
+            if (dt_is_float((DType)t.dt) && isnan(fp_load((DType)t.dt, p)) && isnan(fp_load((DType)t.dt, q)))
+                continue;
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Steps 3, 4 and 5 on a module known to be valid; frees it. */
 static void check_module(IrModule *m, const char *stage, const char *src, size_t len)
 {
     StrBuf text = {0};
     verified_text(m, stage, &text);
     round_trip(&text);
     sb_free(&text);
+
+    Run *before = tl_xcalloc(m->nfuncs ? m->nfuncs : 1, sizeof *before);
+    for (uint32_t i = 0; i < m->nfuncs; i++) {
+        if (!cheap_enough(m->funcs[i])) continue;
+        before[i].active = true;
+        run_setup(m->funcs[i], &before[i], NULL);
+        run_kernel(m->funcs[i], &before[i], INTERP_MAX_STEPS);
+    }
 
     Diag d;
     PassDump dump = {.after = NULL, .nafter = 0, .dir = NULL, .out = NULL};
@@ -91,6 +245,18 @@ static void check_module(IrModule *m, const char *stage, const char *src, size_t
     verified_text(m, "pipeline", &text);
     round_trip(&text);
     sb_free(&text);
+
+    for (uint32_t i = 0; i < m->nfuncs; i++) {
+        if (before[i].active && before[i].ok) {
+            Run after = {0};
+            run_setup(m->funcs[i], &after, before[i].grid);
+            run_kernel(m->funcs[i], &after, 2 * INTERP_MAX_STEPS);
+            if (!after.ok || !same_results(m->funcs[i], &before[i], &after)) __builtin_trap();
+            run_free(&after);
+        }
+        run_free(&before[i]);
+    }
+    free(before);
     ir_module_free(m);
 }
 

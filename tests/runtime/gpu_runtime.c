@@ -8,19 +8,29 @@
  * cubin, bad arguments (which must not launch), an explicit grid, an empty
  * launch, and launches from several threads at once.
  *
+ * On sm_90 and later, TMA (rt_util.h's tma_tile, hand-written PTX: cp.async.bulk.tensor
+ * on an mbarrier, four CUtensorMap parameters of one view): the shared-memory image of
+ * every box checked against a host model (ragged edges with zero and NaN fill, 128B
+ * swizzle, element strides), the TMA rules refused on a real device, launches from
+ * several threads, the driver's encoding compared with itself (the cache's premise),
+ * and the host cost of building tensor maps, printed.
+ *
  * Standalone: needs only libtilert (linked in) and libnvJitLink.so.13.
  * Prints "SKIP: no CUDA device" and exits 77 without a GPU; exits 1 on any
  * failure; the last line is a summary.
  */
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "meta.h"
 #include "rt_util.h"
 #include "tilert.h"
+#include "tma.h"
 
 static int checks, failures;
 
@@ -184,6 +194,320 @@ static void *thread_main(void *p)
     return NULL;
 }
 
+
+/* ---- TMA ---------------------------------------------------------------------------- */
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* What word w of block (bx, by)'s shared-memory image must hold after loading A
+ * (rows x cols, row pitch `pitch` elements) with descriptor `which`:
+ * 0 = *val, 1 = +0.0, 2 = NaN. */
+static int tma_expect(int which, const float *A, int64_t rows, int64_t cols, int64_t pitch, int bx, int by, int w,
+                      float *val)
+{
+    int r, c;
+    if (which == 1) { /* 128B swizzle: 16-byte chunk index ^= row % 8 within each 128-byte row */
+        unsigned p = (unsigned)w * 4, o = p ^ (((p >> 7) & 7u) << 4);
+        r = (int)(o / 128), c = (int)(o % 128 / 4);
+    } else {
+        r = w / 32, c = w % 32;
+    }
+    int64_t gr = (int64_t)by * 16 + (which == 2 ? 2 * r : r), gc = (int64_t)bx * 32 + c;
+    if (gr < rows && gc < cols) {
+        *val = A[gr * pitch + gc];
+        return 0;
+    }
+    return which == 3 ? 2 : 1;
+}
+
+typedef struct TmaRun {
+    float *dA, *dout, *host, *out;
+    int64_t rows, cols, pitch;
+    uint32_t gx, gy;
+} TmaRun;
+
+/* Random nonzero data from a generator of its own (threads call this at once). */
+static void tma_run_init(TmaRun *t, int64_t rows, int64_t cols, int64_t pitch)
+{
+    uint64_t g = 0x9E3779B97F4A7C15ull ^ (uint64_t)(rows * 1000003 + cols * 101 + pitch);
+    t->rows = rows, t->cols = cols, t->pitch = pitch;
+    t->gx = (uint32_t)((cols + 31) / 32), t->gy = (uint32_t)((rows + 15) / 16);
+    size_t abytes = (size_t)(rows * (pitch ? pitch : cols) + 64) * 4, obytes = (size_t)t->gx * t->gy * 2048;
+    t->host = malloc(abytes);
+    t->out = malloc(obytes);
+    for (size_t i = 0; i < abytes / 4; i++) {
+        g ^= g << 13, g ^= g >> 7, g ^= g << 17;
+        float v = (float)((g >> 40) % 2000001) / 1000.0f - 1000.0f;
+        t->host[i] = v == 0.0f ? 0.5f : v;
+    }
+    t->dA = dalloc(abytes);
+    t->dout = dalloc(obytes);
+    tilert_memcpy_htod(t->dA, t->host, abytes);
+}
+
+static void tma_run_free(TmaRun *t)
+{
+    tilert_free(t->dA);
+    tilert_free(t->dout);
+    free(t->host);
+    free(t->out);
+}
+
+static tilert_arg tma_tensor(const TmaRun *t, const float *base)
+{
+    int64_t shape[2] = {t->rows, t->cols}, stride[2] = {t->pitch, 1};
+    return tilert_arg_tensor(tilert_tensor_nd((void *)base, TILERT_F32, 2, shape, stride));
+}
+
+/* Checks the images of every block; returns the number of wrong words (first few printed). */
+static int tma_verify(const TmaRun *t, int which, const char *what)
+{
+    size_t obytes = (size_t)t->gx * t->gy * 2048;
+    tilert_memcpy_dtoh(t->out, t->dout, obytes);
+    int bad = 0, words = (int)rt_tma_bytes[which] / 4;
+    for (uint32_t by = 0; by < t->gy; by++)
+        for (uint32_t bx = 0; bx < t->gx; bx++) {
+            const float *img = t->out + (size_t)(by * t->gx + bx) * 512;
+            for (int w = 0; w < 512; w++) {
+                uint32_t got;
+                memcpy(&got, &img[w], 4);
+                float v = 0;
+                int kind = w < words ? tma_expect(which, t->host, t->rows, t->cols, t->pitch, (int)bx, (int)by, w, &v)
+                                     : 3; /* beyond the transfer: still poisoned */
+                uint32_t want = 0;
+                memcpy(&want, &v, 4);
+                bool ok = kind == 0 ? got == want : kind == 1 ? got == 0 : kind == 2 ? isnan(img[w]) : got == 0xFFFFFFFFu;
+                if (!ok && bad++ < 5)
+                    printf("  %s: block (%u, %u) word %d = 0x%08x, want %s 0x%08x\n", what, bx, by, w, got,
+                           kind == 0 ? "value" : kind == 1 ? "zero" : kind == 2 ? "NaN" : "untouched", want);
+            }
+        }
+    return bad;
+}
+
+static void tma_case(tilert_kernel *k, int64_t rows, int64_t cols, int64_t pitch)
+{
+    TmaRun t;
+    tma_run_init(&t, rows, cols, pitch);
+    for (int which = 0; which < RT_TMA_NDESC; which++) {
+        char what[96];
+        snprintf(what, sizeof what, "tma_tile [%lld, %lld] pitch %lld, descriptor %d", (long long)rows,
+                 (long long)cols, (long long)pitch, which);
+        poison(t.dout, (size_t)t.gx * t.gy * 2048);
+        tilert_arg a[3] = {tma_tensor(&t, t.dA), tilert_arg_ptr(t.dout, TILERT_F32), tilert_arg_i32(which)};
+        expect(tilert_launch(k, NULL, a, 3), TILERT_OK, NULL, what);
+        sync_ok(what);
+        int bad = tma_verify(&t, which, what);
+        CHECK(bad == 0, "%s: %d wrong words", what, bad);
+    }
+    tma_run_free(&t);
+}
+
+typedef struct TmaJob {
+    tilert_kernel *k;
+    int id, ok;
+} TmaJob;
+
+static void *tma_thread(void *p)
+{
+    TmaJob *j = p;
+    TmaRun t;
+    tma_run_init(&t, 40 + 7 * j->id, 96 - 8 * j->id, 96);
+    j->ok = 1;
+    for (int it = 0; it < 40 && j->ok; it++) {
+        int which = it % RT_TMA_NDESC;
+        tilert_arg a[3] = {tma_tensor(&t, t.dA), tilert_arg_ptr(t.dout, TILERT_F32), tilert_arg_i32(which)};
+        if (tilert_launch(j->k, NULL, a, 3) != TILERT_OK) {
+            printf("  thread %d: %s\n", j->id, tilert_last_error());
+            j->ok = 0;
+        }
+    }
+    j->ok = j->ok && tilert_stream_synchronize(NULL) == TILERT_OK && tma_verify(&t, 3, "thread") == 0;
+    tma_run_free(&t);
+    return NULL;
+}
+
+typedef int (*EncodeFn)(void *map, int dt, uint32_t rank, void *addr, const uint64_t *dims, const uint64_t *strides,
+                        const uint32_t *box, const uint32_t *es, int il, int sw, int l2, int oob);
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median over `reps` batches of `n` launches of the host time per launch (us), synchronizing
+ * between batches; launch i takes argument set i % nsets of sets[nsets][nargs]. */
+static double launch_cost(tilert_kernel *k, const tilert_arg *sets, int nsets, int nargs, int n, int reps)
+{
+    double med[64];
+    for (int r = 0; r < reps && r < 64; r++) {
+        double t0 = now_us();
+        for (int i = 0; i < n; i++)
+            if (tilert_launch(k, NULL, sets + (size_t)(i % nsets) * (size_t)nargs, nargs) != TILERT_OK) {
+                printf("  launch_cost: %s\n", tilert_last_error());
+                return -1;
+            }
+        med[r] = (now_us() - t0) / n;
+        tilert_stream_synchronize(NULL);
+    }
+    qsort(med, (size_t)reps, sizeof med[0], cmp_double);
+    return med[reps / 2];
+}
+
+static void run_tma(const char *arch, tilert_kernel *plain)
+{
+    char log[8192];
+    size_t len;
+    uint8_t *cubin = rt_tma_cubin(arch, &len, log, sizeof log);
+    CHECK(cubin != NULL, "building the TMA cubin: %s", log);
+    if (!cubin) return;
+    tilert_module *m = NULL;
+    expect(tilert_module_load_data(cubin, len, &m), TILERT_OK, NULL, "load the TMA cubin");
+    free(cubin);
+    tilert_kernel *k = NULL;
+    expect(tilert_kernel_get(m, "tma_tile", &k), TILERT_OK, NULL, "get tma_tile");
+    if (!k) return;
+
+    /* every descriptor, ragged shapes (zero / NaN fill at the edges), padded rows */
+    tma_case(k, 100, 75, 80);
+    tma_case(k, 33, 64, 64);
+    tma_case(k, 16, 32, 32);
+    tma_case(k, 1, 4, 4);
+    tma_case(k, 300, 1000, 1024);
+
+    /* the rules, refused on a real device before anything runs: the output stays poisoned */
+    {
+        TmaRun t;
+        tma_run_init(&t, 64, 64, 64);
+        size_t obytes = (size_t)t.gx * t.gy * 2048;
+        poison(t.dout, obytes);
+        tilert_arg a[3] = {tma_tensor(&t, t.dA + 2), tilert_arg_ptr(t.dout, TILERT_F32), tilert_arg_i32(0)};
+        expect(tilert_launch(k, NULL, a, 3), TILERT_ERROR_ARG_ALIGN,
+               "argument 0 ('A'): TMA needs the base address 16-byte aligned, got 0x", "TMA: misaligned base");
+        a[0] = tma_tensor(&t, t.dA);
+        a[0].v.tensor.stride[0] = 75;
+        expect(tilert_launch(k, NULL, a, 3), TILERT_ERROR_ARG_VALUE, "stride[0] = 75 elements = 300 bytes is not a "
+               "multiple of 16", "TMA: stride");
+        a[0].v.tensor.stride[0] = 1;
+        a[0].v.tensor.stride[1] = 64;
+        expect(tilert_launch(k, NULL, a, 3), TILERT_ERROR_ARG_VALUE, "innermost dimension contiguous",
+               "TMA: transposed view");
+        a[0] = tma_tensor(&t, t.dA);
+        a[0].v.tensor.shape[0] = 0;
+        expect(tilert_launch(k, NULL, a, 3), TILERT_OK, NULL, "TMA: empty launch builds no map");
+        sync_ok("TMA refused launches");
+        tilert_memcpy_dtoh(t.out, t.dout, obytes);
+        int touched = 0;
+        for (size_t i = 0; i < obytes / 4; i++) touched += !isnan(t.out[i]);
+        CHECK(touched == 0, "refused TMA launches wrote %d words", touched);
+
+        /* a stride of 0 bytes obeys every documented rule: the driver takes it (a broadcast row)
+         * or refuses it, and then tilert passes the driver's own message on */
+        a[0] = tma_tensor(&t, t.dA);
+        a[0].v.tensor.stride[0] = 0;
+        tilert_status s = tilert_launch(k, NULL, a, 3);
+        if (s == TILERT_OK) {
+            sync_ok("TMA stride 0");
+            TmaRun b = t;
+            b.pitch = 0;
+            int bad = tma_verify(&b, 0, "stride 0");
+            printf("  TMA with a row stride of 0: the driver accepts it; broadcast rows %s\n", bad ? "WRONG" : "right");
+            CHECK(bad == 0, "TMA stride 0: %d wrong words", bad);
+        } else {
+            printf("  TMA with a row stride of 0: %s: %s\n", tilert_status_string(s), tilert_last_error());
+            CHECK(s == TILERT_ERROR_CUDA && strstr(tilert_last_error(), "cuTensorMapEncodeTiled failed: CUDA_ERROR") &&
+                  strstr(tilert_last_error(), "globalStrides {0}"),
+                  "TMA stride 0: %s", tilert_last_error());
+        }
+        tma_run_free(&t);
+    }
+
+    /* several threads, each its own tensors, sharing the kernel's map cache */
+    {
+        enum { T = 4 };
+        pthread_t th[T];
+        TmaJob jobs[T];
+        for (int i = 0; i < T; i++) {
+            jobs[i] = (TmaJob){k, i, 0};
+            pthread_create(&th[i], NULL, tma_thread, &jobs[i]);
+        }
+        for (int i = 0; i < T; i++) {
+            pthread_join(th[i], NULL);
+            CHECK(jobs[i].ok, "TMA thread %d: launches or results wrong", i);
+        }
+    }
+
+    /* the driver's encoding is a pure function of its arguments (what the cache relies on),
+     * and what it costs on the host */
+    {
+        TmaRun t;
+        tma_run_init(&t, 4096, 4096, 4096);
+        size_t mlen;
+        uint8_t *meta = rt_tma_meta(arch, &mlen);
+        tilert_meta mm;
+        char e[300];
+        CHECK(meta && tilert_meta_parse(meta, mlen, &mm, e, sizeof e), "TMA metadata: %s", e);
+        free(meta);
+        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        EncodeFn enc = lib ? (EncodeFn)dlsym(lib, "cuTensorMapEncodeTiled") : NULL;
+        CHECK(enc != NULL, "cuTensorMapEncodeTiled not found in libcuda.so.1");
+        tilert_arg a = tma_tensor(&t, t.dA);
+        tilert_tma_encode te;
+        if (enc && tilert_tma_prepare(&mm.kernels[0].params[0], &mm.kernels[0].params[0].tma[1], &a.v.tensor, &te, e,
+                                      sizeof e) == TILERT_OK) {
+            _Alignas(64) uint64_t m1[16], m2[16];
+            memset(m1, 0x11, sizeof m1);
+            memset(m2, 0x22, sizeof m2);
+            int r1 = enc(m1, (int)te.data_type, te.rank, (void *)(uintptr_t)te.address, te.dims, te.strides, te.box,
+                         te.elem_strides, 0, (int)te.swizzle, (int)te.l2_promotion, (int)te.oob_fill);
+            int r2 = enc(m2, (int)te.data_type, te.rank, (void *)(uintptr_t)te.address, te.dims, te.strides, te.box,
+                         te.elem_strides, 0, (int)te.swizzle, (int)te.l2_promotion, (int)te.oob_fill);
+            CHECK(r1 == 0 && r2 == 0 && memcmp(m1, m2, sizeof m1) == 0,
+                  "two encodings of the same arguments differ (%d, %d): caching tensor maps would be wrong", r1, r2);
+            enum { N = 20000 };
+            double t0 = now_us();
+            for (int i = 0; i < N; i++)
+                enc(m1, (int)te.data_type, te.rank, (void *)(uintptr_t)(te.address + 16u * (unsigned)(i & 1)), te.dims,
+                    te.strides, te.box, te.elem_strides, 0, (int)te.swizzle, (int)te.l2_promotion, (int)te.oob_fill);
+            double per = (now_us() - t0) / N;
+            printf("TMA host cost: cuTensorMapEncodeTiled %.3f us per call (%d calls)\n", per, N);
+        } else {
+            CHECK(0, "tilert_tma_prepare for the timing: %s", e);
+        }
+        tilert_meta_free(&mm);
+        /* launches: the same tensor (maps from the cache), two tensors in turn (cached too: the
+         * cache keeps 4 per descriptor), 8 tensors in turn (4 maps rebuilt per launch), and a
+         * kernel without TMA (rowscale, 3 arguments); a 1 x 1 grid keeps the GPU out of the way */
+        enum { NS = 8 };
+        tilert_arg sets[NS][3];
+        for (int i = 0; i < NS; i++) {
+            sets[i][0] = tma_tensor(&t, t.dA + 4 * i);
+            sets[i][0].v.tensor.shape[0] = 16;
+            sets[i][0].v.tensor.shape[1] = 32;
+            sets[i][1] = tilert_arg_ptr(t.dout, TILERT_F32);
+            sets[i][2] = tilert_arg_i32(0);
+        }
+        double hit = launch_cost(k, &sets[0][0], 1, 3, 500, 15), pingpong = launch_cost(k, &sets[0][0], 2, 3, 500, 15);
+        double miss = launch_cost(k, &sets[0][0], NS, 3, 500, 15);
+        int64_t shape[2] = {1, 32};
+        tilert_arg pa[3] = {tilert_arg_tensor(tilert_tensor_nd(t.dA, TILERT_F32, 2, shape, NULL)),
+                            tilert_arg_tensor(tilert_tensor_nd(t.dout, TILERT_F32, 2, shape, NULL)), tilert_arg_f32(2)};
+        double base = launch_cost(plain, pa, 1, 3, 500, 15);
+        printf("TMA host cost per tilert_launch (median of 15 x 500): 4 maps cached %.2f us, 2 tensors in turn "
+               "(cached) %.2f us, 8 tensors in turn (4 maps rebuilt) %.2f us, no TMA (rowscale) %.2f us\n", hit,
+               pingpong, miss, base);
+        CHECK(hit > 0 && pingpong > 0 && miss > 0 && base > 0, "launch timing failed");
+        tma_run_free(&t);
+    }
+    expect(tilert_module_unload(m), TILERT_OK, NULL, "unload the TMA module");
+}
+
 /* ---- main -------------------------------------------------------------------------- */
 
 int main(void)
@@ -295,6 +619,10 @@ int main(void)
             CHECK(jobs[i].ok, "thread %d: launches or results wrong", i);
         }
     }
+
+    /* TMA: sm_90 and later */
+    if (di.cc_major >= 9) run_tma(arch, rowscale);
+    else printf("SKIP: TMA tests (compute capability %d.%d, TMA needs 9.0)\n", di.cc_major, di.cc_minor);
 
     /* error paths with the device */
     uint8_t *c2 = rt_test_cubin(other, other, 0, false, &len, log, sizeof log);

@@ -202,14 +202,14 @@ uint8_t *rt_test_meta(const char *arch, uint32_t extra_smem, bool ghost, size_t 
     uint8_t fl;
     if (!tilert_meta_parse_arch(arch, &sm, &fl)) return NULL;
     static const tilert_meta_param vadd_p[] = {
-        {"x", TILERT_PARAM_PTR, TILERT_F32, 0}, {"y", TILERT_PARAM_PTR, TILERT_F32, 0},
-        {"out", TILERT_PARAM_PTR, TILERT_F32, 0}, {"n", TILERT_PARAM_SCALAR, TILERT_I32, 0}};
+        {"x", TILERT_PARAM_PTR, TILERT_F32, 0, 0, NULL}, {"y", TILERT_PARAM_PTR, TILERT_F32, 0, 0, NULL},
+        {"out", TILERT_PARAM_PTR, TILERT_F32, 0, 0, NULL}, {"n", TILERT_PARAM_SCALAR, TILERT_I32, 0, 0, NULL}};
     static const tilert_meta_spec vadd_s[] = {{"BLOCK", "256"}};
-    static const tilert_meta_param rs_p[] = {{"A", TILERT_PARAM_TENSOR, TILERT_F32, 2},
-                                             {"B", TILERT_PARAM_TENSOR, TILERT_F32, 2},
-                                             {"alpha", TILERT_PARAM_SCALAR, TILERT_F32, 0}};
-    static const tilert_meta_param sm_p[] = {{"out", TILERT_PARAM_PTR, TILERT_F32, 0},
-                                             {"n", TILERT_PARAM_SCALAR, TILERT_I32, 0}};
+    static const tilert_meta_param rs_p[] = {{"A", TILERT_PARAM_TENSOR, TILERT_F32, 2, 0, NULL},
+                                             {"B", TILERT_PARAM_TENSOR, TILERT_F32, 2, 0, NULL},
+                                             {"alpha", TILERT_PARAM_SCALAR, TILERT_F32, 0, 0, NULL}};
+    static const tilert_meta_param sm_p[] = {{"out", TILERT_PARAM_PTR, TILERT_F32, 0, 0, NULL},
+                                             {"n", TILERT_PARAM_SCALAR, TILERT_I32, 0, 0, NULL}};
     tilert_meta_kernel k[4] = {
         {"vadd", "vadd", sm, fl, 1, 8, 0, 0, 4, 1, sizeof vadd_code, vadd_p, vadd_s, vadd_code},
         {"rowscale", "rowscale", sm, fl, 1, 4, 0, 0, 3, 0, sizeof rowscale_code, rs_p, NULL, rowscale_code},
@@ -309,6 +309,129 @@ uint8_t *rt_test_cubin(const char *arch, const char *meta_arch, uint32_t extra_s
         return NULL;
     }
     char *ptx = rt_test_ptx(arch, meta, mlen);
+    free(meta);
+    if (!ptx) {
+        snprintf(log, loglen, "out of memory");
+        return NULL;
+    }
+    uint8_t *c = rt_nvjitlink(ptx, arch, len, log, loglen);
+    free(ptx);
+    return c;
+}
+
+/* ---- the TMA test module ------------------------------------------------------------ */
+
+const unsigned rt_tma_bytes[RT_TMA_NDESC] = {2048, 1024, 1024, 2048};
+
+uint8_t *rt_tma_meta(const char *arch, size_t *len)
+{
+    uint16_t sm;
+    uint8_t fl;
+    if (!tilert_meta_parse_arch(arch, &sm, &fl)) return NULL;
+    static const tilert_meta_tma descs[RT_TMA_NDESC] = {
+        {TILERT_F32, 2, TILERT_TMA_SWIZZLE_NONE, TILERT_TMA_L2_NONE, TILERT_TMA_OOB_ZERO, 0, {32, 16, 0, 0, 0}, {1, 1, 0, 0, 0}},
+        {TILERT_F32, 2, TILERT_TMA_SWIZZLE_128B, TILERT_TMA_L2_NONE, TILERT_TMA_OOB_ZERO, 0, {32, 8, 0, 0, 0}, {1, 1, 0, 0, 0}},
+        {TILERT_F32, 2, TILERT_TMA_SWIZZLE_NONE, TILERT_TMA_L2_NONE, TILERT_TMA_OOB_ZERO, 0, {32, 16, 0, 0, 0}, {1, 2, 0, 0, 0}},
+        {TILERT_F32, 2, TILERT_TMA_SWIZZLE_NONE, TILERT_TMA_L2_128B, TILERT_TMA_OOB_NAN, 0, {32, 16, 0, 0, 0}, {1, 1, 0, 0, 0}},
+    };
+    static const tilert_meta_param ps[] = {{"A", TILERT_PARAM_TENSOR, TILERT_F32, 2, RT_TMA_NDESC, descs},
+                                           {"out", TILERT_PARAM_PTR, TILERT_F32, 0, 0, NULL},
+                                           {"which", TILERT_PARAM_SCALAR, TILERT_I32, 0, 0, NULL}};
+    static const uint8_t code[] = {TILERT_GOP_SHAPE, 0, 1, TILERT_GOP_PUSH, 32, 0, 0, 0, 0, 0, 0, 0, TILERT_GOP_CDIV,
+                                   TILERT_GOP_SHAPE, 0, 0, TILERT_GOP_PUSH, 16, 0, 0, 0, 0, 0, 0, 0, TILERT_GOP_CDIV};
+    tilert_meta_kernel k = {"tma_tile", "tma_tile", sm, fl, 2, 4, 0, 0, 3, 0, sizeof code, ps, NULL, code};
+    uint8_t *out;
+    char err[400];
+    if (!tilert_meta_write(&k, 1, &out, len, err, sizeof err)) {
+        fprintf(stderr, "rt_tma_meta: %s\n", err);
+        return NULL;
+    }
+    return out;
+}
+
+static const char tma_ptx_body[] =
+    ".shared .align 1024 .b8 tma_buf[2048];\n"
+    ".shared .align 8 .b64 tma_bar;\n\n"
+    ".visible .entry tma_tile(.param .u64 a, .param .u64 a_n0, .param .u64 a_n1, .param .u64 a_s0,\n"
+    "    .param .u64 a_s1, .param .align 64 .b8 a_tma0[128], .param .align 64 .b8 a_tma1[128],\n"
+    "    .param .align 64 .b8 a_tma2[128], .param .align 64 .b8 a_tma3[128], .param .u64 out,\n"
+    "    .param .u32 which)\n"
+    ".maxntid 128, 1, 1\n"
+    "{\n"
+    "    .reg .b32 %r<24>;\n    .reg .b64 %rd<16>;\n    .reg .pred %p<10>;\n"
+    "    ld.param.u64 %rd1, [out];\n    ld.param.u32 %r1, [which];\n"
+    "    mov.u32 %r2, %tid.x;\n    mov.u32 %r3, %ctaid.x;\n    mov.u32 %r4, %ctaid.y;\n"
+    "    mov.u32 %r5, %nctaid.x;\n    mov.u32 %r6, tma_buf;\n    mov.u32 %r7, tma_bar;\n"
+    "    setp.eq.u32 %p1, %r2, 0;\n"
+    "    @!%p1 bra INIT_DONE;\n"
+    "    mbarrier.init.shared::cta.b64 [%r7], 1;\n"
+    "    fence.mbarrier_init.release.cluster;\n"
+    "    fence.proxy.async.shared::cta;\n"
+    "INIT_DONE:\n"
+    "    bar.sync 0;\n"
+    /* the generic addresses of the grid-constant tensor maps; pick descriptor `which` */
+    "    mov.u64 %rd2, a_tma0;\n    cvta.param.u64 %rd2, %rd2;\n"
+    "    mov.u64 %rd3, a_tma1;\n    cvta.param.u64 %rd3, %rd3;\n"
+    "    mov.u64 %rd4, a_tma2;\n    cvta.param.u64 %rd4, %rd4;\n"
+    "    mov.u64 %rd5, a_tma3;\n    cvta.param.u64 %rd5, %rd5;\n"
+    "    setp.eq.u32 %p2, %r1, 1;\n    selp.b64 %rd6, %rd3, %rd2, %p2;\n"
+    "    setp.eq.u32 %p3, %r1, 2;\n    selp.b64 %rd6, %rd4, %rd6, %p3;\n"
+    "    setp.eq.u32 %p4, %r1, 3;\n    selp.b64 %rd6, %rd5, %rd6, %p4;\n"
+    "    or.pred %p5, %p2, %p3;\n    selp.u32 %r8, 1024, 2048, %p5;\n"
+    "    shl.b32 %r9, %r3, 5;\n    shl.b32 %r10, %r4, 4;\n"
+    "    @!%p1 bra WAIT;\n"
+    "    mbarrier.arrive.expect_tx.shared::cta.b64 %rd7, [%r7], %r8;\n"
+    "    cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r6], [%rd6, {%r9, %r10}], [%r7];\n"
+    "WAIT:\n"
+    "    mov.u32 %r17, 0;\n"
+    "SPIN:\n"
+    "    mbarrier.try_wait.parity.shared::cta.b64 %p6, [%r7], 0;\n"
+    "    @%p6 bra LOADED;\n"
+    "    add.u32 %r17, %r17, 1;\n"
+    "    setp.lt.u32 %p7, %r17, 1000000;\n"
+    "    @%p7 bra SPIN;\n"
+    "    bra END;\n" /* the transfer never completed: leave the output poisoned */
+    "LOADED:\n"
+    "    shr.u32 %r11, %r8, 2;\n"
+    "    mad.lo.u32 %r12, %r4, %r5, %r3;\n"
+    "    mul.wide.u32 %rd8, %r12, 2048;\n"
+    "    cvta.to.global.u64 %rd1, %rd1;\n"
+    "    add.s64 %rd9, %rd1, %rd8;\n"
+    "    mov.u32 %r13, %r2;\n"
+    "COPY:\n"
+    "    setp.ge.u32 %p8, %r13, %r11;\n    @%p8 bra END;\n"
+    "    shl.b32 %r14, %r13, 2;\n    add.s32 %r15, %r6, %r14;\n"
+    "    ld.shared.b32 %r16, [%r15];\n"
+    "    cvt.u64.u32 %rd10, %r14;\n    add.s64 %rd11, %rd9, %rd10;\n"
+    "    st.global.b32 [%rd11], %r16;\n"
+    "    add.u32 %r13, %r13, 128;\n    bra COPY;\n"
+    "END:\n    ret;\n}\n";
+
+char *rt_tma_ptx(const char *arch, const uint8_t *meta, size_t len)
+{
+    size_t cap = sizeof tma_ptx_body + 256 + len * 5;
+    char *s = malloc(cap);
+    if (!s) return NULL;
+    uint16_t sm = 90;
+    uint8_t fl;
+    tilert_meta_parse_arch(arch, &sm, &fl);
+    int n = snprintf(s, cap, ".version %s\n.target %s\n.address_size 64\n\n", sm >= 100 ? "9.0" : "8.0", arch);
+    n += snprintf(s + n, cap - (size_t)n, "%s\n.visible .global .align 8 .b8 %s[%zu] = {", tma_ptx_body,
+                  TILERT_META_SYMBOL, len);
+    for (size_t i = 0; i < len; i++) n += snprintf(s + n, cap - (size_t)n, "%s%u", i ? ", " : "", meta[i]);
+    snprintf(s + n, cap - (size_t)n, "};\n");
+    return s;
+}
+
+uint8_t *rt_tma_cubin(const char *arch, size_t *len, char *log, size_t loglen)
+{
+    size_t mlen;
+    uint8_t *meta = rt_tma_meta(arch, &mlen);
+    if (!meta) {
+        snprintf(log, loglen, "cannot build the TMA test metadata for %s", arch);
+        return NULL;
+    }
+    char *ptx = rt_tma_ptx(arch, meta, mlen);
     free(meta);
     if (!ptx) {
         snprintf(log, loglen, "out of memory");

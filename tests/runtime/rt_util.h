@@ -45,4 +45,24 @@ char *rt_test_ptx(const char *arch, const uint8_t *meta, size_t len);
 uint8_t *rt_test_cubin(const char *arch, const char *meta_arch, uint32_t extra_smem, bool ghost, size_t *len,
                        char *log, size_t loglen);
 
+/* The TMA test module (sm_90 or later), one kernel:
+ *   tma_tile(A: tensor<f32, 2>, out: ptr<f32>, which: i32)
+ *       grid(cdiv(A.shape[1], 32), cdiv(A.shape[0], 16))  warps 4
+ * A takes RT_TMA_NDESC descriptors (kernel ABI: four CUtensorMap parameters after
+ * A's pointer, shape and strides), innermost first:
+ *   0: box {32, 16}                    no swizzle, out of bounds zeros   2048 bytes
+ *   1: box {32, 8}                     128B swizzle                      1024 bytes
+ *   2: box {32, 16}, element strides {1, 2} (every other row)             1024 bytes
+ *   3: box {32, 16}, NaN fill, L2 promotion 128B                          2048 bytes
+ * Block (bx, by) loads the box at column 32 * bx, row 16 * by with descriptor
+ * `which` (cp.async.bulk.tensor.2d, completing on an mbarrier; a bounded wait, so a
+ * wrong byte count fails instead of hanging) and copies the raw shared-memory image
+ * (rt_tma_bytes[which] bytes, 1024-byte aligned) to out + (by * gridDim.x + bx) * 2048 bytes. */
+#define RT_TMA_NDESC 4
+extern const unsigned rt_tma_bytes[RT_TMA_NDESC];
+/* Metadata (a v2 blob) and PTX of the module; the cubin through nvJitLink. */
+uint8_t *rt_tma_meta(const char *arch, size_t *len);
+char *rt_tma_ptx(const char *arch, const uint8_t *meta, size_t len);
+uint8_t *rt_tma_cubin(const char *arch, size_t *len, char *log, size_t loglen);
+
 #endif

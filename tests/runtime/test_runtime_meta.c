@@ -115,7 +115,7 @@ static void test_round_trip(void **state)
 {
     Fix *fx = *state;
     const IrFunc *fs[3] = {fx->vadd, fx->gemm, fx->nogrid};
-    CgKernelFacts facts[3] = {{8, 0, 0}, {4, 1024, 98304}, {1, 0, 0}};
+    CgKernelFacts facts[3] = {{8, 0, 0, NULL, 0}, {4, 1024, 98304, NULL, 0}, {1, 0, 0, NULL, 0}};
     CgMeta cm;
     assert_true(cg_meta_build(fs, facts, 3, "sm_90a", &fx->arena, &cm, &fx->d));
     tilert_meta m = parse_ok(&cm);
@@ -176,7 +176,7 @@ static void test_arch_and_facts(void **state)
 
     assert_false(cg_meta_build(fs, NULL, 1, "compute_90", &fx->arena, &cm, &fx->d));
     assert_non_null(strstr(diag_text(fx), "unknown GPU arch 'compute_90'"));
-    CgKernelFacts bad = {0, 0, 0};
+    CgKernelFacts bad = {0, 0, 0, NULL, 0};
     assert_false(cg_meta_build(fs, &bad, 1, "sm_90", &fx->arena, &cm, &fx->d));
     assert_non_null(strstr(diag_text(fx), "0 warps"));
 }
@@ -367,8 +367,8 @@ static void test_grid_ops(void **state)
 static void test_grid_code_checks(void **state)
 {
     (void)state;
-    static const tilert_meta_param ps[2] = {{"n", TILERT_PARAM_SCALAR, TILERT_I32, 0},
-                                            {"A", TILERT_PARAM_TENSOR, TILERT_F32, 2}};
+    static const tilert_meta_param ps[2] = {{"n", TILERT_PARAM_SCALAR, TILERT_I32, 0, 0, NULL},
+                                            {"A", TILERT_PARAM_TENSOR, TILERT_F32, 2, 0, NULL}};
     struct {
         uint8_t code[24];
         uint32_t len;
@@ -437,9 +437,12 @@ static void test_reader_rejects(void **state)
     assert_false(tilert_meta_parse(b, cm.len, &m, err, sizeof err));
     assert_non_null(strstr(err, "bad magic"));
     memcpy(b, cm.data, cm.len);
-    b[4] = 2;
+    b[4] = 3;
     assert_false(tilert_meta_parse(b, cm.len, &m, err, sizeof err));
-    assert_non_null(strstr(err, "metadata version 2"));
+    assert_non_null(strstr(err, "metadata version 3; this libtilert reads versions 1 to 2"));
+    b[4] = 0;
+    assert_false(tilert_meta_parse(b, cm.len, &m, err, sizeof err));
+    assert_non_null(strstr(err, "metadata version 0"));
     memcpy(b, cm.data, cm.len);
     b[20] ^= 1;
     assert_false(tilert_meta_parse(b, cm.len, &m, err, sizeof err));
@@ -553,6 +556,357 @@ static void test_through_a_cubin(void **state)
     free(cubin);
 }
 
+
+/* ---- TMA descriptors (format version 2) ---------------------------------------------- */
+
+/* gemm's TMA: A [M, K] loaded as 128 x 64 boxes, 128B swizzle, and as 64 x 64 boxes; B as
+ * 64 x 128 (u16 bits, L2 256B) ; C with NaN fill and every other row. Given out of order. */
+static void gemm_tma(CgTmaDesc t[4])
+{
+    memset(t, 0, sizeof(CgTmaDesc) * 4);
+    t[0].param = 1; /* B */
+    t[0].rank = 2;
+    t[0].box[0] = 128, t[0].box[1] = 64;
+    t[0].has_dtype = true, t[0].dtype = DT_U16;
+    t[0].l2_promotion = CG_TMA_L2_256B;
+    t[1].param = 0; /* A, first */
+    t[1].rank = 2;
+    t[1].box[0] = 64, t[1].box[1] = 128;
+    t[1].swizzle = CG_TMA_SWIZZLE_128B;
+    t[2].param = 2; /* C */
+    t[2].rank = 2;
+    t[2].box[0] = 8, t[2].box[1] = 32;
+    t[2].elem_stride[0] = 1, t[2].elem_stride[1] = 2;
+    t[2].oob_nan = true;
+    t[3].param = 0; /* A, second */
+    t[3].rank = 2;
+    t[3].box[0] = 64, t[3].box[1] = 64;
+    t[3].swizzle = CG_TMA_SWIZZLE_128B;
+    t[3].l2_promotion = CG_TMA_L2_128B;
+}
+
+static void test_tma_round_trip(void **state)
+{
+    Fix *fx = *state;
+    CgTmaDesc t[4];
+    gemm_tma(t);
+    const IrFunc *fs[2] = {fx->vadd, fx->gemm};
+    CgKernelFacts facts[2] = {{8, 0, 0, NULL, 0}, {4, 0, 65536, t, 4}};
+    CgMeta cm;
+    if (!cg_meta_build(fs, facts, 2, "sm_90a", &fx->arena, &cm, &fx->d)) fail_msg("%s", diag_text(fx));
+    assert_int_equal(cm.data[4] | cm.data[5] << 8, 2); /* written as version 2 */
+    tilert_meta m = parse_ok(&cm);
+    assert_int_equal(m.kernels[0].params[0].ntma, 0);
+    const tilert_meta_kernel *k = &m.kernels[1];
+    const tilert_meta_param *A = &k->params[0], *B = &k->params[1], *C = &k->params[2];
+    assert_int_equal(A->ntma, 2);
+    assert_int_equal(B->ntma, 1);
+    assert_int_equal(C->ntma, 1);
+    /* A's descriptors keep their order */
+    assert_int_equal(A->tma[0].dtype, TILERT_BF16);
+    assert_int_equal(A->tma[0].rank, 2);
+    assert_int_equal(A->tma[0].box[0], 64);
+    assert_int_equal(A->tma[0].box[1], 128);
+    assert_int_equal(A->tma[0].swizzle, TILERT_TMA_SWIZZLE_128B);
+    assert_int_equal(A->tma[0].l2_promotion, TILERT_TMA_L2_NONE);
+    assert_int_equal(A->tma[0].elem_stride[0], 1); /* 0 in CgTmaDesc means 1 */
+    assert_int_equal(A->tma[0].elem_stride[1], 1);
+    assert_int_equal(A->tma[1].box[1], 64);
+    assert_int_equal(A->tma[1].l2_promotion, TILERT_TMA_L2_128B);
+    assert_int_equal(B->tma[0].dtype, TILERT_U16);
+    assert_int_equal(B->tma[0].box[0], 128);
+    assert_int_equal(B->tma[0].swizzle, TILERT_TMA_SWIZZLE_NONE);
+    assert_int_equal(B->tma[0].l2_promotion, TILERT_TMA_L2_256B);
+    assert_int_equal(B->tma[0].oob_fill, TILERT_TMA_OOB_ZERO);
+    assert_int_equal(C->tma[0].oob_fill, TILERT_TMA_OOB_NAN);
+    assert_int_equal(C->tma[0].elem_stride[1], 2);
+    assert_int_equal(C->tma[0].box[0], 8);
+    assert_int_equal(k->smem_dynamic, 65536);
+    /* the grid code still reads the right parameters */
+    tilert_tensor tt = tilert_tensor2d((void *)0x1000, TILERT_BF16, 1000, 130);
+    tilert_arg ga[3] = {tilert_arg_tensor(tt), tilert_arg_tensor(tt), tilert_arg_tensor(tt)};
+    assert_int_equal(eval1(k, ga, 1), 3);
+    tilert_meta_free(&m);
+
+    /* writing the parsed kernels again gives the same bytes */
+    m = parse_ok(&cm);
+    uint8_t *again;
+    size_t len;
+    char err[300];
+    assert_true(tilert_meta_write(m.kernels, m.nkernels, &again, &len, err, sizeof err));
+    assert_int_equal(len, cm.len);
+    assert_memory_equal(again, cm.data, len);
+    free(again);
+    tilert_meta_free(&m);
+}
+
+static void expect_build_error(Fix *fx, const IrFunc *f, const CgTmaDesc *t, uint32_t n, const char *arch,
+                               const char *phrase)
+{
+    CgKernelFacts facts = {4, 0, 0, t, n};
+    CgMeta cm;
+    diag_free(&fx->d);
+    diag_init(&fx->d, "k.tile", NULL, 0, NULL, DIAG_COLOR_NEVER);
+    fx->d.capture = true;
+    assert_false(cg_meta_build(&f, &facts, 1, arch, &fx->arena, &cm, &fx->d));
+    if (!strstr(diag_text(fx), phrase)) fail_msg("diagnostic '%s' lacks '%s'", diag_text(fx), phrase);
+}
+
+static void test_tma_codegen_errors(void **state)
+{
+    Fix *fx = *state;
+    CgTmaDesc t[4];
+    gemm_tma(t);
+    expect_build_error(fx, fx->gemm, t, 4, "sm_80", "kernel 'gemm' uses TMA, which needs sm_90 or later");
+    gemm_tma(t);
+    t[1].box[0] = 100; /* 200 bytes of bf16 */
+    expect_build_error(fx, fx->gemm, t, 4, "sm_90a",
+                       "kernel 'gemm', parameter 'A': TMA descriptor 0: the TMA box's innermost extent (tensor dim 1) "
+                       "is 100 x bf16 = 200 bytes, not a multiple of 16");
+    gemm_tma(t);
+    t[3].box[0] = 128; /* 256 bytes under a 128-byte swizzle */
+    expect_build_error(fx, fx->gemm, t, 4, "sm_90a", "parameter 'A': TMA descriptor 1: the TMA box's innermost extent "
+                       "(tensor dim 1) is 128 x bf16 = 256 bytes, more than the 128-byte span of swizzle 128B");
+    gemm_tma(t);
+    t[0].box[1] = 300;
+    expect_build_error(fx, fx->gemm, t, 4, "sm_90a", "parameter 'B': TMA descriptor 0: TMA box extent 300 along tensor "
+                       "dim 0 is outside 1..256");
+    gemm_tma(t);
+    t[0].has_dtype = true, t[0].dtype = DT_F32;
+    expect_build_error(fx, fx->gemm, t, 4, "sm_90a", "does not have the size of the tensor's bf16");
+    gemm_tma(t);
+    t[2].rank = 3;
+    expect_build_error(fx, fx->gemm, t, 4, "sm_90a", "TMA rank 3, but the tensor has rank 2");
+    gemm_tma(t);
+    t[2].elem_stride[1] = 9;
+    expect_build_error(fx, fx->gemm, t, 4, "sm_90a", "element stride 9");
+    gemm_tma(t);
+    t[2].param = 7;
+    expect_build_error(fx, fx->gemm, t, 4, "sm_90a", "TMA descriptor 2 is for parameter 7, which is not a tensor view");
+    /* a pointer parameter takes no descriptor */
+    CgTmaDesc p;
+    memset(&p, 0, sizeof p);
+    p.param = 0;
+    p.rank = 1;
+    p.box[0] = 64;
+    expect_build_error(fx, fx->vadd, &p, 1, "sm_90a", "is for parameter 0, which is not a tensor view");
+    /* NaN fill on an integer view */
+    SrcLoc loc = {1, 1};
+    IrFunc *g = ir_func_new(fx->m, "ints", "ints", loc);
+    g->warps = 4;
+    ir_func_add_param(g, "I", ir_ty_view(DT_I32, 1));
+    p.box[0] = 4;
+    p.oob_nan = true;
+    expect_build_error(fx, g, &p, 1, "sm_90a", "kernel 'ints', parameter 'I': TMA descriptor 0: TMA NaN out-of-bounds "
+                       "fill needs a float dtype");
+    /* too many */
+    CgTmaDesc many[TILERT_META_MAX_TMA + 1];
+    for (int i = 0; i <= TILERT_META_MAX_TMA; i++) many[i] = t[1], many[i].param = 0;
+    expect_build_error(fx, fx->gemm, many, TILERT_META_MAX_TMA + 1, "sm_90a", "asks for 17 TMA descriptors (at most 16)");
+    /* and exactly the limit is fine */
+    CgKernelFacts facts = {4, 0, 0, many, TILERT_META_MAX_TMA};
+    CgMeta cm;
+    const IrFunc *fs[1] = {fx->gemm};
+    assert_true(cg_meta_build(fs, &facts, 1, "sm_90", &fx->arena, &cm, &fx->d));
+    tilert_meta m = parse_ok(&cm);
+    assert_int_equal(m.kernels[0].params[0].ntma, TILERT_META_MAX_TMA);
+    tilert_meta_free(&m);
+}
+
+/* A version-1 blob assembled by hand, as an older tilec wrote it. */
+static size_t v1_blob(uint8_t *b)
+{
+    size_t n = 0;
+#define B1(v) (b[n++] = (uint8_t)(v))
+#define B2(v) (B1(v), B1((v) >> 8))
+#define B4(v) (B2(v), B2((v) >> 16))
+#define STR(s) do { B2(sizeof(s) - 1); memcpy(b + n, s, sizeof(s)); n += sizeof(s); } while (0)
+    memcpy(b, "TLMD", 4);
+    n = 4;
+    B2(1);      /* version */
+    B2(1);      /* kernels */
+    B4(0);      /* size, patched */
+    B4(0);      /* crc, patched */
+    size_t rec = n;
+    B4(0);      /* record size, patched */
+    STR("scale");
+    STR("scale");
+    B2(90);     /* sm */
+    B1(1);      /* sm_90a */
+    B1(1);      /* grid rank */
+    B2(4);      /* warps */
+    B2(2);      /* params */
+    B2(1);      /* specs */
+    B2(3);      /* code length */
+    B4(0);
+    B4(512);
+    STR("X");
+    B1(TILERT_PARAM_TENSOR), B1(TILERT_F16), B1(2), B1(0);
+    STR("k");
+    B1(TILERT_PARAM_SCALAR), B1(TILERT_F32), B1(0), B1(0);
+    STR("BLOCK");
+    STR("128");
+    B1(TILERT_GOP_SHAPE), B1(0), B1(0);
+    uint32_t rs = (uint32_t)(n - rec), size = (uint32_t)n;
+    for (int i = 0; i < 4; i++) b[rec + (size_t)i] = (uint8_t)(rs >> (8 * i)), b[8 + i] = (uint8_t)(size >> (8 * i));
+    uint32_t crc = tilert_crc32(b + 16, n - 16);
+    for (int i = 0; i < 4; i++) b[12 + i] = (uint8_t)(crc >> (8 * i));
+#undef B1
+#undef B2
+#undef B4
+#undef STR
+    return n;
+}
+
+static void test_v1_compat(void **state)
+{
+    Fix *fx = *state;
+    uint8_t b[256];
+    size_t n = v1_blob(b);
+    tilert_meta m;
+    char err[300] = "";
+    if (!tilert_meta_parse(b, n, &m, err, sizeof err)) fail_msg("v1 blob: %s", err);
+    const tilert_meta_kernel *k = &m.kernels[0];
+    assert_string_equal(k->symbol, "scale");
+    assert_int_equal(k->smem_dynamic, 512);
+    assert_int_equal(k->nparams, 2);
+    assert_string_equal(k->params[0].name, "X");
+    assert_int_equal(k->params[0].rank, 2);
+    assert_int_equal(k->params[0].ntma, 0);
+    assert_null(k->params[0].tma);
+    assert_string_equal(k->params[1].name, "k");
+    assert_string_equal(k->specs[0].value, "128");
+    assert_int_equal(k->grid_rank, 1);
+    /* the writer, asked for version 1, writes these very bytes */
+    uint8_t *w;
+    size_t wlen;
+    assert_true(tilert_meta_write_version(m.kernels, 1, 1, &w, &wlen, err, sizeof err));
+    assert_int_equal(wlen, n);
+    assert_memory_equal(w, b, n);
+    free(w);
+    /* and version 2 of the same kernel is one byte longer per parameter (the TMA counts) */
+    assert_true(tilert_meta_write(m.kernels, 1, &w, &wlen, err, sizeof err));
+    assert_int_equal(wlen, n + 2);
+    tilert_meta m2;
+    if (!tilert_meta_parse(w, wlen, &m2, err, sizeof err)) fail_msg("v2: %s", err);
+    assert_string_equal(m2.kernels[0].params[1].name, "k");
+    tilert_meta_free(&m2);
+    free(w);
+    tilert_meta_free(&m);
+    /* a v1 file read as v2 (the version byte changed, checksum intact) no longer adds up */
+    b[4] = 2;
+    assert_false(tilert_meta_parse(b, n, &m, err, sizeof err));
+
+    /* version 1 cannot hold TMA descriptors; versions outside 1..2 are not written */
+    CgTmaDesc t[4];
+    gemm_tma(t);
+    const IrFunc *fs[1] = {fx->gemm};
+    CgKernelFacts facts = {4, 0, 0, t, 4};
+    CgMeta cm;
+    assert_true(cg_meta_build(fs, &facts, 1, "sm_90a", &fx->arena, &cm, &fx->d));
+    m = parse_ok(&cm);
+    assert_false(tilert_meta_write_version(m.kernels, 1, 1, &w, &wlen, err, sizeof err));
+    assert_non_null(strstr(err, "parameter 'A' has TMA descriptors, which version 1 cannot hold"));
+    assert_false(tilert_meta_write_version(m.kernels, 1, 3, &w, &wlen, err, sizeof err));
+    assert_non_null(strstr(err, "cannot write version 3"));
+    tilert_meta_free(&m);
+}
+
+/* Rewrites the checksum after a change. */
+static void fix_crc(uint8_t *b, size_t len)
+{
+    uint32_t crc = tilert_crc32(b + 16, len - 16);
+    for (int i = 0; i < 4; i++) b[12 + i] = (uint8_t)(crc >> (8 * i));
+}
+
+static void test_tma_reader_rejects(void **state)
+{
+    (void)state;
+    size_t len;
+    uint8_t *blob = rt_tma_meta("sm_90a", &len);
+    assert_non_null(blob);
+    tilert_meta m;
+    char err[400];
+    if (!tilert_meta_parse(blob, len, &m, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(m.kernels[0].params[0].ntma, RT_TMA_NDESC);
+    assert_int_equal(m.kernels[0].params[0].tma[1].swizzle, TILERT_TMA_SWIZZLE_128B);
+    tilert_meta_free(&m);
+    /* A's record: "A", tensor, f32, rank 2, flags 0, 4 descriptors, then descriptor 0 */
+    static const uint8_t pat[] = {1, 0, 'A', 0, TILERT_PARAM_TENSOR, TILERT_F32, 2, 0, RT_TMA_NDESC,
+                                  TILERT_F32, 2, 0, 0, 0, 0, 32, 0, 16, 0, 1, 1};
+    size_t at = 0;
+    while (at + sizeof pat <= len && memcmp(blob + at, pat, sizeof pat) != 0) at++;
+    assert_true(at + sizeof pat <= len);
+    size_t d0 = at + 9; /* descriptor 0 */
+    uint8_t *b = malloc(len);
+    struct {
+        size_t off;
+        uint8_t val;
+        const char *phrase;
+    } cases[] = {
+        {d0 + 7, 1, "TMA descriptor 0: TMA box extent 288 along tensor dim 1 is outside 1..256"}, /* box[0] = 0x120 */
+        {d0 + 10, 3, "TMA descriptor 0: TMA element stride 3 along the innermost dim 1"},
+        {d0 + 2, 9, "swizzle 9"},
+        {d0 + 4, 1, ""}, /* NaN fill on f32: allowed */
+        {d0 + 5, 2, "interleave 2"},
+        {d0 + 1, 6, "TMA descriptor 0: rank 6 (1..5)"},
+        {d0 + 1, 3, "TMA rank 3, but the tensor has rank 2"},
+        {d0 + 0, TILERT_I16, "does not have the size of the tensor's f32"},
+        {at + 8, 17, "the kernel has more than 16 TMA descriptors"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memcpy(b, blob, len);
+        b[cases[i].off] = cases[i].val;
+        fix_crc(b, len);
+        err[0] = 0;
+        bool ok = tilert_meta_parse(b, len, &m, err, sizeof err);
+        if (!cases[i].phrase[0]) {
+            if (!ok) fail_msg("case %zu: %s", i, err);
+            tilert_meta_free(&m);
+            continue;
+        }
+        if (ok) fail_msg("case %zu parsed", i);
+        if (!strstr(err, cases[i].phrase)) fail_msg("case %zu: '%s' lacks '%s'", i, err, cases[i].phrase);
+        assert_non_null(strstr(err, "kernel 0 'tma_tile', parameter 'A'"));
+    }
+    /* the kernel's arch: TMA needs sm_90 (sm is after the record size and the two names) */
+    memcpy(b, blob, len);
+    size_t sm_at = 16 + 4 + (2 + 8 + 1) * 2;
+    assert_int_equal(b[sm_at], 90);
+    b[sm_at] = 80;
+    fix_crc(b, len);
+    assert_false(tilert_meta_parse(b, len, &m, err, sizeof err));
+    assert_non_null(strstr(err, "has TMA descriptors, but the kernel is for sm_80"));
+    /* every truncation fails */
+    for (size_t n = 16; n < len; n++)
+        if (tilert_meta_parse(blob, n, &m, err, sizeof err)) fail_msg("prefix of %zu bytes parsed", n);
+    /* random damage past the checksum: never a crash (ASan builds watch), and whatever
+     * parses is written back to bytes that parse to the same kernels */
+    uint64_t g = 0x243F6A8885A308D3ull;
+    int parsed = 0;
+    for (int it = 0; it < 20000; it++) {
+        memcpy(b, blob, len);
+        int nflips = 1 + it % 3;
+        for (int f = 0; f < nflips; f++) {
+            g ^= g << 13, g ^= g >> 7, g ^= g << 17;
+            size_t at2 = 16 + (size_t)(g % (len - 16));
+            b[at2] = (uint8_t)(g >> 32);
+        }
+        fix_crc(b, len);
+        if (!tilert_meta_parse(b, len, &m, err, sizeof err)) continue;
+        parsed++;
+        uint8_t *w;
+        size_t wlen;
+        if (!tilert_meta_write(m.kernels, m.nkernels, &w, &wlen, err, sizeof err)) fail_msg("rewrite: %s", err);
+        if (wlen != len || memcmp(w, b, len) != 0) fail_msg("iteration %d: the rewrite differs", it);
+        free(w);
+        tilert_meta_free(&m);
+    }
+    print_message("%d of 20000 damaged blobs still parsed (and rewrote identically)\n", parsed);
+    free(b);
+    free(blob);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -567,6 +921,10 @@ int main(void)
         cmocka_unit_test(test_crc_and_conversions),
         cmocka_unit_test_setup_teardown(test_ptx_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_through_a_cubin, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tma_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tma_codegen_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v1_compat, setup, teardown),
+        cmocka_unit_test(test_tma_reader_rejects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,314 @@
+/* lower_math.c: elementwise math on one float register.
+ *
+ * NVPTX lowers neither llvm.exp nor llvm.log, and the approximate MUFU
+ * instructions (ex2.approx, lg2.approx) are off by a few ulp before any range
+ * reduction; so every transcendental here is an explicit sequence of IEEE
+ * operations (fma, add, mul, div.rn, rint) that tests/unit/test_cgmem.c
+ * replays on the host, operation for operation, against libm in double.
+ * f16 and bf16 are computed in f32 and rounded once (so their error is at
+ * most 0.5 ulp of the narrow type plus the f32 error scaled down, i.e. <= 1 ulp).
+ *
+ *   fn       sequence                                      measured max error (ulp)   bound used
+ *                                                                f32        f64          f32  f64
+ *   exp      Cody-Waite by ln2 (hi/lo), Taylor to r^7 (f64:    0.87       0.85          1    1
+ *            r^13), 2^n as two exact scalings (one rounding
+ *            into subnormals)
+ *   exp2     n = rint(x), r = (x-n)*ln2, same polynomial       0.92       0.89          1    1
+ *   log      x = m 2^e, m in [sqrt(1/2), sqrt(2)), f = m-1,    0.88       1.08          1    1.5
+ *            s = f/(2+f), log1p(f) = f - s (f - R(s^2))
+ *            (atanh series to s^11; f64: s^21), + e ln2 (hi/lo)
+ *   log2     e + log1p(f) * log2e (hi/lo); exact at 2^k        1.24       1.15          1.5  1.5
+ *   sqrt     llvm.sqrt = sqrt.rn (correctly rounded)           0          0             0    0
+ *   rsqrt    1 / sqrt.rn (div.rn): two roundings               (<= 1 by construction)   1    1
+ *   sigmoid  t = exp(-|x|); (x >= 0 ? 1 : t) / (1 + t)         2.07       2.10          2.5  2.5
+ *   tanh     |x| < 0.55: em/(em+2), em = expm1(2|x|) (Taylor   2.23       2.10          2.5  2.5
+ *            to y^11, f64 y^19); else 1 - 2/(e^{2|x|}+1);
+ *            the sign of x
+ *   erf      |x| < split: (2/sqrt(pi)) x e^{-x^2} S(2x^2),     0.50       4.35          1    5
+ *            S = sum y^n/(2n+1)!! (positive terms, Horner; x^2
+ *            split exactly with fma); else 1 - e^{-x^2} /
+ *            (sqrt(pi) K(x)), K the erfc continued fraction
+ *            x + (1/2)/(x + 1/(x + (3/2)/...)) from a fixed
+ *            depth; |x| >= 6 gives 1.  f32 runs the f64
+ *            sequence with fewer terms and rounds once (the
+ *            f32-only sequence lost 6.6 ulp in its products).
+ *            The two paths are separate blocks (the fraction's
+ *            divisions run only in warps that need them).
+ *   fabs floor ceil  llvm.fabs/floor/ceil: exact               0          0             0    0
+ * f16/bf16: the f32 result rounded once: <= 0.5 ulp of the narrow type plus
+ * the f32 error scaled by 2^-13 (f16) or 2^-16 (bf16), i.e. < 1 ulp.
+ * Measured by test_cgmem's math_accuracy (400k points per function and type,
+ * against long-double libm), which fails above the "bound used" column; the
+ * GPU tests take that column as their tolerance.  The host replay matches the
+ * PTX operation for operation: NVPTX does not contract fmul+fadd into fma
+ * unless fast-math is asked for (its add/mul carry .rn), and the constants
+ * and term counts (MATH_*) are repeated in the test (ORDER: keep both equal).
+ * NaN in gives NaN out; exp/exp2 overflow to inf and underflow through
+ * subnormals to 0; log of 0 is -inf and of a negative number NaN.
+ */
+#include "lower_int.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The constants and term counts that test_cgmem.c mirrors (MATH_* names). */
+#define MATH_EXP_TERMS_F32 7
+#define MATH_EXP_TERMS_F64 13
+#define MATH_LOG_TERMS_F32 5   /* 2/3 .. 2/11 */
+#define MATH_LOG_TERMS_F64 10  /* 2/3 .. 2/21 */
+#define MATH_EXPM1_TERMS_F32 11
+#define MATH_EXPM1_TERMS_F64 19
+#define MATH_ERF_SPLIT_F32 2.0
+#define MATH_ERF_SPLIT_F64 1.5
+#define MATH_ERF_SERIES_F32 22
+#define MATH_ERF_SERIES_F64 40
+#define MATH_ERF_CF_F32 16
+#define MATH_ERF_CF_F64 80
+
+typedef struct M {
+    Cg *cg;
+    LLVMTypeRef t, it;  /* the float type and the integer of its width */
+    const char *sfx;    /* "f32" / "f64" */
+    bool f64;
+} M;
+
+static LLVMValueRef K(M *m, double v) { return LLVMConstReal(m->t, v); }
+static LLVMValueRef add(M *m, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFAdd(m->cg->b, a, b, ""); }
+static LLVMValueRef sub(M *m, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFSub(m->cg->b, a, b, ""); }
+static LLVMValueRef mul(M *m, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFMul(m->cg->b, a, b, ""); }
+static LLVMValueRef fdiv_(M *m, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFDiv(m->cg->b, a, b, ""); }
+static LLVMValueRef neg(M *m, LLVMValueRef a) { return LLVMBuildFNeg(m->cg->b, a, ""); }
+
+static LLVMValueRef intr(M *m, const char *fn, LLVMValueRef *args, unsigned n)
+{
+    char name[48];
+    snprintf(name, sizeof name, "llvm.%s.%s", fn, m->sfx);
+    return cg_call_intrinsic(m->cg, name, m->t, args, n);
+}
+static LLVMValueRef fma3(M *m, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
+{
+    LLVMValueRef x[3] = {a, b, c};
+    return intr(m, "fma", x, 3);
+}
+static LLVMValueRef un(M *m, const char *fn, LLVMValueRef a) { return intr(m, fn, &a, 1); }
+static LLVMValueRef bin(M *m, const char *fn, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef x[2] = {a, b};
+    return intr(m, fn, x, 2);
+}
+static LLVMValueRef sel(M *m, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(m->cg->b, c, a, b, ""); }
+static LLVMValueRef fcmp(M *m, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFCmp(m->cg->b, p, a, b, ""); }
+static LLVMValueRef isnan_(M *m, LLVMValueRef a) { return fcmp(m, LLVMRealUNO, a, a); }
+
+static double fact(int k)
+{
+    double f = 1;
+    for (int i = 2; i <= k; i++) f *= i;
+    return f;
+}
+
+/* (2n+1)!! in double (exact while it fits 53 bits) */
+static double dfact2(int n)
+{
+    double f = 1;
+    for (int i = 3; i <= 2 * n + 1; i += 2) f *= i;
+    return f;
+}
+
+/* 2^n for an integer-valued float n in the exponent range, as a float (bits). */
+static LLVMValueRef pow2i(M *m, LLVMValueRef ni)
+{
+    LLVMBuilderRef b = m->cg->b;
+    unsigned mbits = m->f64 ? 52 : 23, bias = m->f64 ? 1023 : 127;
+    LLVMValueRef e = LLVMBuildAdd(b, ni, LLVMConstInt(m->it, bias, 0), "");
+    return LLVMBuildBitCast(b, LLVMBuildShl(b, e, LLVMConstInt(m->it, mbits, 0), ""), m->t, "");
+}
+
+/* p * 2^n (n an integer-valued float): two exact scalings, one final rounding. */
+static LLVMValueRef scale(M *m, LLVMValueRef p, LLVMValueRef n)
+{
+    LLVMBuilderRef b = m->cg->b;
+    LLVMValueRef ni = LLVMBuildFPToSI(b, n, m->it, "");
+    LLVMValueRef n1 = LLVMBuildAShr(b, ni, LLVMConstInt(m->it, 1, 0), "");
+    LLVMValueRef n2 = LLVMBuildSub(b, ni, n1, "");
+    return mul(m, mul(m, p, pow2i(m, n1)), pow2i(m, n2));
+}
+
+/* e^r for |r| <= ln2/2: Taylor, Horner with fma. */
+static LLVMValueRef exp_poly(M *m, LLVMValueRef r)
+{
+    int terms = m->f64 ? MATH_EXP_TERMS_F64 : MATH_EXP_TERMS_F32;
+    LLVMValueRef p = K(m, 1.0 / fact(terms));
+    for (int k = terms - 1; k >= 0; k--) p = fma3(m, p, r, K(m, 1.0 / fact(k)));
+    return p;
+}
+
+static LLVMValueRef m_exp(M *m, LLVMValueRef x)
+{
+    /* clamp: beyond these the result is inf or 0 anyway; NaN is restored at the end */
+    LLVMValueRef xc = bin(m, "minnum", bin(m, "maxnum", x, K(m, m->f64 ? -746.0 : -104.0)), K(m, m->f64 ? 710.0 : 89.0));
+    double hi = m->f64 ? 0x1.62e42fee00000p-1 : 0x1.62e4p-1;
+    double lo = m->f64 ? 0x1.a39ef35793c76p-33 : (double)(float)(0x1.62e42fefa39efp-1 - 0x1.62e4p-1);
+    LLVMValueRef n = un(m, "rint", mul(m, xc, K(m, 0x1.71547652b82fep0)));
+    LLVMValueRef r = fma3(m, neg(m, n), K(m, hi), xc);
+    r = fma3(m, neg(m, n), K(m, lo), r);
+    LLVMValueRef y = scale(m, exp_poly(m, r), n);
+    return sel(m, isnan_(m, x), x, y);
+}
+
+static LLVMValueRef m_exp2(M *m, LLVMValueRef x)
+{
+    LLVMValueRef xc = bin(m, "minnum", bin(m, "maxnum", x, K(m, m->f64 ? -1077.0 : -152.0)), K(m, m->f64 ? 1025.0 : 129.0));
+    LLVMValueRef n = un(m, "rint", xc);
+    LLVMValueRef r = mul(m, sub(m, xc, n), K(m, 0x1.62e42fefa39efp-1));
+    LLVMValueRef y = scale(m, exp_poly(m, r), n);
+    return sel(m, isnan_(m, x), x, y);
+}
+
+/* x = 2^e * (1 + f), 1 + f in [sqrt(1/2), sqrt(2)); returns log1p(f), sets *e (float). */
+static LLVMValueRef log_core(M *m, LLVMValueRef x, LLVMValueRef *ef)
+{
+    LLVMBuilderRef b = m->cg->b;
+    unsigned mbits = m->f64 ? 52 : 23;
+    /* subnormals: scale into the normal range first */
+    LLVMValueRef tiny = fcmp(m, LLVMRealOLT, x, K(m, m->f64 ? 0x1p-1022 : 0x1p-126));
+    LLVMValueRef xs = sel(m, tiny, mul(m, x, K(m, m->f64 ? 0x1p54 : 0x1p23)), x);
+    LLVMValueRef eadj = sel(m, tiny, K(m, m->f64 ? -54.0 : -23.0), K(m, 0.0));
+    LLVMValueRef bits = LLVMBuildBitCast(b, xs, m->it, "");
+    LLVMValueRef magic = LLVMConstInt(m->it, m->f64 ? 0x3fe6a09e667f3bcdull : 0x3f3504f3ull, 0);
+    LLVMValueRef e = LLVMBuildAShr(b, LLVMBuildSub(b, bits, magic, ""), LLVMConstInt(m->it, mbits, 0), "");
+    LLVMValueRef mb = LLVMBuildSub(b, bits, LLVMBuildShl(b, e, LLVMConstInt(m->it, mbits, 0), ""), "");
+    LLVMValueRef mant = LLVMBuildBitCast(b, mb, m->t, "");
+    *ef = add(m, LLVMBuildSIToFP(b, e, m->t, ""), eadj);
+    LLVMValueRef f = sub(m, mant, K(m, 1.0));
+    LLVMValueRef s = fdiv_(m, f, add(m, K(m, 2.0), f));
+    LLVMValueRef z = mul(m, s, s);
+    int terms = m->f64 ? MATH_LOG_TERMS_F64 : MATH_LOG_TERMS_F32;
+    LLVMValueRef q = K(m, 2.0 / (2 * terms + 1));
+    for (int k = terms - 1; k >= 1; k--) q = fma3(m, q, z, K(m, 2.0 / (2 * k + 1)));
+    LLVMValueRef R = mul(m, q, z);
+    return fma3(m, neg(m, s), sub(m, f, R), f);
+}
+
+/* log of 0 is -inf, of a negative number or NaN NaN, of inf inf. */
+static LLVMValueRef log_special(M *m, LLVMValueRef x, LLVMValueRef y)
+{
+    y = sel(m, fcmp(m, LLVMRealOEQ, x, K(m, INFINITY)), x, y);
+    y = sel(m, fcmp(m, LLVMRealOEQ, x, K(m, 0.0)), K(m, -INFINITY), y);
+    return sel(m, fcmp(m, LLVMRealULT, x, K(m, 0.0)), K(m, NAN), y);
+}
+
+static LLVMValueRef m_log(M *m, LLVMValueRef x)
+{
+    LLVMValueRef e, lp = log_core(m, x, &e);
+    double hi = m->f64 ? 0x1.62e42fee00000p-1 : 0x1.62e4p-1;
+    double lo = m->f64 ? 0x1.a39ef35793c76p-33 : (double)(float)(0x1.62e42fefa39efp-1 - 0x1.62e4p-1);
+    return log_special(m, x, fma3(m, e, K(m, hi), fma3(m, e, K(m, lo), lp)));
+}
+
+static LLVMValueRef m_log2(M *m, LLVMValueRef x)
+{
+    LLVMValueRef e, lp = log_core(m, x, &e);
+    double hi = m->f64 ? 0x1.71547652b82fep0 : (double)(float)0x1.71547652b82fep0;
+    double lo = m->f64 ? 0x1.777d0ffda0d24p-56 : (double)(float)(0x1.71547652b82fep0 - (double)(float)0x1.71547652b82fep0);
+    return log_special(m, x, add(m, e, fma3(m, lp, K(m, hi), mul(m, lp, K(m, lo)))));
+}
+
+static LLVMValueRef m_sigmoid(M *m, LLVMValueRef x)
+{
+    LLVMValueRef t = m_exp(m, neg(m, un(m, "fabs", x)));
+    LLVMValueRef num = sel(m, fcmp(m, LLVMRealOGE, x, K(m, 0.0)), K(m, 1.0), t);
+    return fdiv_(m, num, add(m, K(m, 1.0), t));
+}
+
+/* e^y - 1 for 0 <= y <= 1.1: Taylor, y + y^2 (1/2 + y/6 + ...). */
+static LLVMValueRef expm1_small(M *m, LLVMValueRef y)
+{
+    int terms = m->f64 ? MATH_EXPM1_TERMS_F64 : MATH_EXPM1_TERMS_F32;
+    LLVMValueRef q = K(m, 1.0 / fact(terms));
+    for (int k = terms - 1; k >= 2; k--) q = fma3(m, q, y, K(m, 1.0 / fact(k)));
+    return fma3(m, mul(m, y, y), q, y);
+}
+
+/* |x| < 0.55: em / (em + 2) with em = expm1(2|x|) (the division shrinks em's
+ * error); above: 1 - 2 / (e^{2|x|} + 1); the sign of x. */
+static LLVMValueRef m_tanh(M *m, LLVMValueRef x)
+{
+    LLVMValueRef a = un(m, "fabs", x);
+    LLVMValueRef a2 = mul(m, a, K(m, 2.0));
+    LLVMValueRef em = expm1_small(m, a2);
+    LLVMValueRef small = fdiv_(m, em, add(m, em, K(m, 2.0)));
+    LLVMValueRef big = sub(m, K(m, 1.0), fdiv_(m, K(m, 2.0), add(m, m_exp(m, a2), K(m, 1.0))));
+    LLVMValueRef t = sel(m, fcmp(m, LLVMRealOLT, a, K(m, 0.55)), small, big);
+    return bin(m, "copysign", t, x);
+}
+
+/* erf with the series below `split` (ns terms) and the continued fraction
+ * (nc levels) above; the two paths are separate blocks, so a warp whose
+ * elements all fall on one side runs one of them. */
+static LLVMValueRef m_erf(M *m, LLVMValueRef x, double split, int ns, int nc)
+{
+    Cg *cg = m->cg;
+    LLVMValueRef a = bin(m, "minnum", un(m, "fabs", x), K(m, 6.0));
+    /* e^{-a^2} with a^2 = hi + lo exactly */
+    LLVMValueRef hi = mul(m, a, a), lo = fma3(m, a, a, neg(m, hi));
+    LLVMValueRef e0 = m_exp(m, neg(m, hi));
+    LLVMValueRef ex = fma3(m, neg(m, e0), lo, e0);
+    LLVMBasicBlockRef nb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "erf.series");
+    LLVMBasicBlockRef fb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "erf.cfrac");
+    LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "erf.end");
+    LLVMBuildCondBr(cg->b, fcmp(m, LLVMRealOLT, a, K(m, split)), nb, fb);
+    /* series: S = sum y^n / (2n+1)!!, y = 2a^2, positive terms, Horner */
+    LLVMPositionBuilderAtEnd(cg->b, nb);
+    LLVMValueRef y = mul(m, hi, K(m, 2.0));
+    LLVMValueRef S = K(m, 1.0 / dfact2(ns));
+    for (int n = ns - 1; n >= 0; n--) S = fma3(m, S, y, K(m, 1.0 / dfact2(n)));
+    LLVMValueRef near = mul(m, mul(m, mul(m, a, K(m, 0x1.20dd750429b6dp0)), ex), S);
+    LLVMBasicBlockRef nend = LLVMGetInsertBlock(cg->b);
+    LLVMBuildBr(cg->b, jb);
+    /* continued fraction for erfc, from depth nc up */
+    LLVMPositionBuilderAtEnd(cg->b, fb);
+    LLVMValueRef Kc = a;
+    for (int n = nc; n >= 1; n--) Kc = add(m, a, fdiv_(m, K(m, n * 0.5), Kc));
+    LLVMValueRef erfc = fdiv_(m, ex, mul(m, Kc, K(m, 0x1.c5bf891b4ef6bp0)));
+    LLVMValueRef far = sub(m, K(m, 1.0), erfc);
+    LLVMBasicBlockRef fend = LLVMGetInsertBlock(cg->b);
+    LLVMBuildBr(cg->b, jb);
+    LLVMPositionBuilderAtEnd(cg->b, jb);
+    LLVMValueRef r = LLVMBuildPhi(cg->b, m->t, "");
+    LLVMValueRef in[2] = {near, far};
+    LLVMBasicBlockRef from[2] = {nend, fend};
+    LLVMAddIncoming(r, in, from, 2);
+    r = bin(m, "copysign", r, x);
+    return sel(m, isnan_(m, x), x, r);
+}
+
+LLVMValueRef cg_math_unary(Cg *cg, const char *fn, DType dt, LLVMValueRef x)
+{
+    bool narrow = dt == DT_F16 || dt == DT_BF16;
+    TL_ASSERT(narrow || dt == DT_F32 || dt == DT_F64, "codegen");
+    M m = {cg, dt == DT_F64 ? cg->f64 : cg->f32, dt == DT_F64 ? cg->i64 : cg->i32, dt == DT_F64 ? "f64" : "f32",
+           dt == DT_F64};
+    if (narrow) x = LLVMBuildFPExt(cg->b, x, cg->f32, "");
+    LLVMValueRef y;
+    if (!strcmp(fn, "exp")) y = m_exp(&m, x);
+    else if (!strcmp(fn, "exp2")) y = m_exp2(&m, x);
+    else if (!strcmp(fn, "log")) y = m_log(&m, x);
+    else if (!strcmp(fn, "log2")) y = m_log2(&m, x);
+    else if (!strcmp(fn, "sqrt")) y = un(&m, "sqrt", x);
+    else if (!strcmp(fn, "rsqrt")) y = fdiv_(&m, K(&m, 1.0), un(&m, "sqrt", x));
+    else if (!strcmp(fn, "sigmoid")) y = m_sigmoid(&m, x);
+    else if (!strcmp(fn, "tanh")) y = m_tanh(&m, x);
+    else if (!strcmp(fn, "erf") && m.f64) y = m_erf(&m, x, MATH_ERF_SPLIT_F64, MATH_ERF_SERIES_F64, MATH_ERF_CF_F64);
+    else if (!strcmp(fn, "erf")) { /* in f64 with f32-sized term counts, rounded once */
+        M d = {cg, cg->f64, cg->i64, "f64", true};
+        LLVMValueRef xd = LLVMBuildFPExt(cg->b, x, cg->f64, "");
+        y = LLVMBuildFPTrunc(cg->b, m_erf(&d, xd, MATH_ERF_SPLIT_F32, MATH_ERF_SERIES_F32, MATH_ERF_CF_F32), cg->f32, "");
+    }
+    else if (!strcmp(fn, "fabs")) y = un(&m, "fabs", x);
+    else if (!strcmp(fn, "floor")) y = un(&m, "floor", x);
+    else if (!strcmp(fn, "ceil")) y = un(&m, "ceil", x);
+    else tl_fatal("codegen", "unknown math function %s", fn);
+    if (narrow) y = LLVMBuildFPTrunc(cg->b, y, cg_dtype(cg, dt), "");
+    return y;
+}

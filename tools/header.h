@@ -1,0 +1,41 @@
+/* header.h: `tilec --emit=header`, a C header that launches a module's kernels.
+ *
+ * The header is self-contained C (C99 and later) and C++ (C++11 and later),
+ * clean under -Wall -Wextra -Werror, and needs only <tilert.h> (libtilert):
+ *
+ *   MODULE_module(&m)               loads the module once per translation unit
+ *                                   and process (thread-safe): from the embedded
+ *                                   cubin (--embed) or from a file
+ *   MODULE_set_cubin_path(path)     (no --embed) the file, before the first launch
+ *   MODULE_unload()                 unloads it (no launch may be in flight)
+ *   K_kernel(&k)                    kernel K, looked up once
+ *   K_launch(stream, PARAMS...)     checks the arguments and launches with the
+ *                                   grid of K's grid(...) clause
+ *   K_launch_grid(stream, grid, PARAMS...)   the same with an explicit grid
+ *
+ * K is the kernel's source name, or its symbol where the module holds several
+ * specializations of one kernel.  Parameters keep their source names (one that
+ * is a C or C++ keyword, or `stream`/`grid`, gains a trailing '_').
+ */
+#ifndef TILEC_HEADER_H
+#define TILEC_HEADER_H
+
+#include "../ir/ir.h"
+
+typedef struct HeaderOpts {
+    const char *module_name;    /* prefix of the module functions; made a C identifier if it is not one */
+    const char *source;         /* the input file, named in the header's comment */
+    const char *arch;           /* what the cubin was (or is to be) compiled for */
+    int opt_level;
+    bool debug;
+    const void *cubin;          /* --embed: the cubin's bytes; NULL: loaded from cubin_path */
+    size_t cubin_len;
+    const char *cubin_path;     /* without --embed: the default file to load */
+    const char *tilec_version;
+} HeaderOpts;
+
+/* Appends the header for every kernel of m.  False (after an error in d) when
+ * a parameter has a type the header cannot express. */
+bool header_write(StrBuf *out, const IrModule *m, const HeaderOpts *h, Diag *d);
+
+#endif
