@@ -110,9 +110,11 @@ bool cg_ptx_to_cubin(const char *ptx, size_t ptx_len, const CgTarget *t, void **
         diag_error_noloc(d, "%s", jl.why);
         return false;
     }
-    char arch[32], opt[16];
+    char arch[32], opt[24];
     snprintf(arch, sizeof arch, "-arch=%s", t->arch);
-    snprintf(opt, sizeof opt, "-O%d", t->opt_level < 0 ? 0 : t->opt_level > 3 ? 3 : t->opt_level);
+    /* nvJitLink takes only -O0 and -O3 itself; ptxas's -O1/-O2 go through -Xptxas */
+    int lvl = t->opt_level < 0 ? 0 : t->opt_level > 3 ? 3 : t->opt_level;
+    snprintf(opt, sizeof opt, lvl == 1 || lvl == 2 ? "-Xptxas=-O%d" : "-O%d", lvl);
     const char *opts[4] = {arch, opt};
     uint32_t nopt = 2;
     if (t->lineinfo) opts[nopt++] = "-lineinfo";

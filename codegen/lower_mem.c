@@ -38,6 +38,8 @@
  *      atom.global.add.f32 flushes subnormal inputs and results to zero (PTX
  *      ISA); the interpreter does not.
  * i1 tiles are bytes in memory (0 or 1 written; any nonzero byte reads as 1).
+ * The contiguity analysis, like Triton's, assumes index arithmetic does not
+ * wrap inside one vector group (an i32 offset tile crossing 2^31 there).
  */
 #include "lower_int.h"
 
@@ -244,10 +246,9 @@ static LLVMValueRef *elems_to_words(Cg *cg, LLVMValueRef *e, uint32_t g, LLVMTyp
     return w;
 }
 
-static const char *ptx_wtype(uint32_t wbits, int esize, bool single_byte)
+static const char *ptx_wtype(uint32_t wbits, bool single_byte)
 {
     if (single_byte) return "u8";
-    (void)esize;
     return wbits == 64 ? "b64" : wbits == 32 ? "b32" : "b16";
 }
 
@@ -258,7 +259,7 @@ static void pred_load(Cg *cg, LLVMValueRef p, LLVMValueRef pred, uint32_t nw, ui
 {
     StrBuf text = {0}, cons = {0};
     sb_printf(&text, "{ .reg .pred %%p; setp.ne.b32 %%p, $%u, 0; @%%p ld.global%s.%s ", nw + 1,
-              nw == 1 ? "" : nw == 2 ? ".v2" : ".v4", ptx_wtype(wbits, 0, byte));
+              nw == 1 ? "" : nw == 2 ? ".v2" : ".v4", ptx_wtype(wbits, byte));
     if (nw == 1) sb_puts(&text, "$0");
     else {
         sb_putc(&text, '{');
@@ -294,7 +295,7 @@ static void pred_store(Cg *cg, LLVMValueRef p, LLVMValueRef pred, uint32_t nw, u
 {
     StrBuf text = {0}, cons = {0};
     sb_printf(&text, "{ .reg .pred %%p; setp.ne.b32 %%p, $1, 0; @%%p st.global%s.%s [$0], ",
-              nw == 1 ? "" : nw == 2 ? ".v2" : ".v4", ptx_wtype(wbits, 0, byte));
+              nw == 1 ? "" : nw == 2 ? ".v2" : ".v4", ptx_wtype(wbits, byte));
     if (nw == 1) sb_puts(&text, "$2");
     else {
         sb_putc(&text, '{');

@@ -56,6 +56,14 @@ static const char run_usage_text[] =
     "  --device                 run on the GPU (through libtilert; the kernel is compiled for the\n"
     "                           GPU's own arch unless --arch is given)\n"
     "  --out NAME=PATH.npy      after the run, write buffer argument NAME to PATH.npy; repeatable\n"
+    "  --poison NAME[,NAME...]  these buffer arguments start with every byte 0xff (NaN for floats,\n"
+    "                           -1 for integers), so elements the kernel fails to write show\n"
+    "  --zero NAME[,NAME...]    these buffer arguments start as zeros (counters, histograms)\n"
+    "  --check                  (--device) also run the interpreter on the same inputs and compare\n"
+    "                           every buffer argument afterwards: integers bit for bit, floats\n"
+    "                           within --atol + --rtol * |interpreter| (NaN matches NaN); exit 1\n"
+    "                           on any difference (--out writes the GPU's results)\n"
+    "  --rtol X, --atol X       --check's tolerances (default 1e-5 and 1e-6)\n"
     "  --grid X[,Y[,Z]]         the launch grid (default: the kernel's grid(...) clause)\n"
     "  --seed N                 the seed of the random arguments (default 1)\n"
     "  -D NAME=VALUE            set a compile-time parameter; repeatable\n"
@@ -149,6 +157,11 @@ int run_parse_args(int argc, char **argv, RunOpts *ro)
         {"out", required_argument, NULL, OPT_OUT},
         {"grid", required_argument, NULL, OPT_GRID},
         {"seed", required_argument, NULL, OPT_SEED},
+        {"check", no_argument, NULL, OPT_CHECK},
+        {"poison", required_argument, NULL, OPT_POISON},
+        {"zero", required_argument, NULL, OPT_ZERO},
+        {"rtol", required_argument, NULL, OPT_RTOL},
+        {"atol", required_argument, NULL, OPT_ATOL},
         {"runs", required_argument, NULL, OPT_RUNS},
         {"warmup", required_argument, NULL, OPT_WARMUP},
         {"bytes", required_argument, NULL, OPT_BYTES},
@@ -165,7 +178,8 @@ int run_parse_args(int argc, char **argv, RunOpts *ro)
         int r = driver_common_opt(&ro->drv, c, optarg);
         if (r < 0) return 2;
         if (r > 0) continue;
-        bool run_only = c == OPT_INTERP || c == OPT_DEVICE || c == OPT_OUT;
+        bool run_only = c == OPT_INTERP || c == OPT_DEVICE || c == OPT_OUT || c == OPT_CHECK || c == OPT_POISON || c == OPT_ZERO ||
+                        c == OPT_RTOL || c == OPT_ATOL;
         bool bench_only = c == OPT_RUNS || c == OPT_WARMUP || c == OPT_BYTES || c == OPT_FLOPS || c == OPT_NO_FLUSH;
         if ((ro->bench && run_only) || (!ro->bench && bench_only)) {
             const char *name = "?";
@@ -197,6 +211,34 @@ int run_parse_args(int argc, char **argv, RunOpts *ro)
             if (!parse_u64(optarg, &ro->seed))
                 return driver_usage_error(cmd, "--seed wants a non-negative integer, not '%s'", optarg);
             break;
+        case OPT_CHECK: ro->check = true; break;
+        case OPT_POISON:
+        case OPT_ZERO: {
+            const char *opt = c == OPT_POISON ? "--poison" : "--zero";
+            for (const char *p = optarg;;) {
+                const char *comma = strchr(p, ',');
+                size_t n = comma ? (size_t)(comma - p) : strlen(p);
+                if (n == 0) return driver_usage_error(cmd, "%s wants buffer names, not '%s'", opt, optarg);
+                char *name = tl_xmalloc(n + 1);
+                memcpy(name, p, n);
+                name[n] = 0;
+                RunFill fill = {name, opt, c == OPT_POISON ? 0xff : 0x00};
+                VEC_PUSH(ro->fills, ro->nfills, ro->fillcap, fill);
+                if (!comma) break;
+                p = comma + 1;
+            }
+            break;
+        }
+        case OPT_RTOL:
+        case OPT_ATOL: {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (!*optarg || *end || !(v >= 0) || isinf(v))
+                return driver_usage_error(cmd, "--%s wants a number >= 0, not '%s'", c == OPT_RTOL ? "rtol" : "atol",
+                                          optarg);
+            *(c == OPT_RTOL ? &ro->rtol : &ro->atol) = v;
+            break;
+        }
         case OPT_RUNS:
             if (!parse_count(optarg, 1, &ro->runs))
                 return driver_usage_error(cmd, "--runs wants a count in 1..1000000, not '%s'", optarg);
@@ -228,6 +270,8 @@ int run_parse_args(int argc, char **argv, RunOpts *ro)
         if (!ro->interp && !ro->device)
             return driver_usage_error(cmd, "say where to run the kernel: --interp or --device");
         if (ro->interp && ro->device) return driver_usage_error(cmd, "--interp and --device exclude each other");
+        if (ro->check && !ro->device)
+            return driver_usage_error(cmd, "--check compares the GPU with the interpreter: give it with --device");
     }
     if (ro->drv.dump_dir && ro->drv.ndump_after == 0)
         VEC_PUSH(ro->drv.dump_after, ro->drv.ndump_after, ro->drv.dumpcap, tl_xstrdup("all"));
@@ -236,6 +280,8 @@ int run_parse_args(int argc, char **argv, RunOpts *ro)
 
 void run_opts_free(RunOpts *ro)
 {
+    for (uint32_t i = 0; i < ro->nfills; i++) free((char *)ro->fills[i].name);
+    free(ro->fills);
     for (uint32_t i = 0; i < ro->nouts; i++) free((char *)ro->outs[i].name);
     free(ro->outs);
     free(ro->args);
@@ -605,6 +651,20 @@ static bool check_outs(const RunOpts *ro, IrFunc *f, Diag *d)
     return d->nerrors == errors;
 }
 
+/* --poison NAME / --zero NAME: NAME must be a buffer argument. */
+static bool check_fills(const RunOpts *ro, IrFunc *f, Diag *d)
+{
+    int errors = d->nerrors;
+    for (uint32_t i = 0; i < ro->nfills; i++) {
+        const char *name = ro->fills[i].name, *opt = ro->fills[i].option;
+        int pi = run_find_param(f, name, strlen(name));
+        if (pi < 0) diag_error_noloc(d, "%s %s: kernel '%s' has no parameter '%s'", opt, name, f->source_name, name);
+        else if (!run_is_buffer_param(f->params[pi].ty))
+            diag_error_noloc(d, "%s %s: '%s' is a scalar, not a buffer", opt, name, name);
+    }
+    return d->nerrors == errors;
+}
+
 bool run_bind(const RunOpts *ro, IrFunc *f, KernelArgs *ka, Diag *d)
 {
     ka->f = f;
@@ -612,8 +672,15 @@ bool run_bind(const RunOpts *ro, IrFunc *f, KernelArgs *ka, Diag *d)
     ka->args = tl_xcalloc(f->nparams + 1, sizeof *ka->args);
     ka->bufs = tl_xcalloc(f->nparams + 1, sizeof *ka->bufs);
     ka->nbufs = 0;
-    if (!check_outs(ro, f, d)) return false;
-    return bind_all(ro, f, ka->binds, ka->args, ka->bufs, &ka->nbufs, d);
+    bool ok = check_outs(ro, f, d);
+    ok = check_fills(ro, f, d) && ok;
+    ok = bind_all(ro, f, ka->binds, ka->args, ka->bufs, &ka->nbufs, d) && ok;
+    if (!ok) return false;
+    for (uint32_t i = 0; i < ro->nfills; i++) {
+        NpyArray *a = &ka->binds[run_find_param(f, ro->fills[i].name, strlen(ro->fills[i].name))].arr;
+        memset(a->data, ro->fills[i].byte, a->bytes);
+    }
+    return true;
 }
 
 void run_args_free(KernelArgs *ka)
@@ -694,6 +761,113 @@ static bool run_device(RunOpts *ro, Source *s, IrModule *m, const KernelArgs *ka
     return ok;
 }
 
+/* --check: the GPU's buffers (gpu) against the interpreter's (ref), argument by argument. */
+static bool compare_buffers(const RunOpts *ro, const KernelArgs *gpu, const KernelArgs *ref, Diag *d)
+{
+    const IrFunc *f = gpu->f;
+    bool all_ok = true;
+    for (uint32_t i = 0; i < f->nparams; i++) {
+        if (!run_is_buffer_param(f->params[i].ty)) continue;
+        DType dt = (DType)f->params[i].ty.dt;
+        const NpyArray *g = &gpu->binds[i].arr, *r = &ref->binds[i].arr;
+        int64_t n = npy_numel(g);
+        size_t esz = (size_t)dt_bytes(dt);
+        int64_t bad = 0, first = -1, worst = -1;
+        double worst_err = 0;
+        for (int64_t k = 0; k < n; k++) {
+            const uint8_t *pg = (const uint8_t *)g->data + (size_t)k * esz, *pr = (const uint8_t *)r->data + (size_t)k * esz;
+            bool same;
+            double err = 0;
+            if (dt_is_float(dt)) {
+                double a = fp_load(dt, pg), b = fp_load(dt, pr);
+                if (isnan(a) || isnan(b)) same = isnan(a) && isnan(b);
+                else if (a == b) same = true;
+                else {
+                    err = fabs(a - b);
+                    same = err <= ro->atol + ro->rtol * fabs(b);
+                }
+            } else {
+                same = memcmp(pg, pr, esz) == 0;
+                if (!same) err = INFINITY;
+            }
+            if (!same) {
+                if (first < 0) first = k;
+                bad++;
+            }
+            if (err > worst_err || (worst < 0 && !same)) {
+                worst_err = err;
+                worst = k;
+            }
+        }
+        char *t = type_text(f->params[i].ty);
+        if (bad) {
+            const uint8_t *pg = (const uint8_t *)g->data + (size_t)first * esz;
+            const uint8_t *pr = (const uint8_t *)r->data + (size_t)first * esz;
+            if (dt_is_float(dt))
+                diag_error_noloc(d, "--check: argument '%s' (%s): %lld of %lld elements differ from the interpreter; "
+                                 "first: element %lld, GPU %.9g, interpreter %.9g (tolerance %g + %g * |interpreter|)",
+                                 f->params[i].name, t, (long long)bad, (long long)n, (long long)first,
+                                 fp_load(dt, pg), fp_load(dt, pr), ro->atol, ro->rtol);
+            else {
+                int64_t a = 0, b = 0;
+                memcpy(&a, pg, esz); /* little endian: the low bytes */
+                memcpy(&b, pr, esz);
+                a = int_wrap(dt, a);
+                b = int_wrap(dt, b);
+                diag_error_noloc(d, "--check: argument '%s' (%s): %lld of %lld elements differ from the interpreter; "
+                                 "first: element %lld, GPU %lld, interpreter %lld (integers must agree bit for bit)",
+                                 f->params[i].name, t, (long long)bad, (long long)n, (long long)first, (long long)a,
+                                 (long long)b);
+            }
+            all_ok = false;
+        } else {
+            printf("check: %s (%s): %lld elements agree", f->params[i].name, t, (long long)n);
+            if (dt_is_float(dt)) printf(" (max |GPU - interpreter| %.3g)", worst_err);
+            printf("\n");
+        }
+        free(t);
+    }
+    fflush(stdout);
+    return all_ok;
+}
+
+/* A copy of ka whose buffers are fresh copies of ka's (same bindings and arguments). */
+static void copy_args(const KernelArgs *ka, KernelArgs *out)
+{
+    const IrFunc *f = ka->f;
+    out->f = ka->f;
+    out->binds = tl_xcalloc(f->nparams + 1, sizeof *out->binds);
+    out->args = tl_xcalloc(f->nparams + 1, sizeof *out->args);
+    out->bufs = tl_xcalloc(f->nparams + 1, sizeof *out->bufs);
+    out->nbufs = ka->nbufs;
+    memcpy(out->args, ka->args, f->nparams * sizeof *out->args);
+    for (uint32_t i = 0; i < f->nparams; i++) {
+        out->binds[i] = ka->binds[i];
+        if (!ka->binds[i].arr.data) continue;
+        NpyArray *a = &out->binds[i].arr;
+        a->data = tl_xmalloc(a->bytes ? a->bytes : 1);
+        memcpy(a->data, ka->binds[i].arr.data, a->bytes);
+    }
+    /* bufs[] lists the buffer arguments in the order bound; point each at its copy */
+    for (uint32_t b = 0; b < ka->nbufs; b++) {
+        out->bufs[b] = ka->bufs[b];
+        for (uint32_t i = 0; i < f->nparams; i++)
+            if (ka->binds[i].arr.data == ka->bufs[b].data) out->bufs[b].data = out->binds[i].arr.data;
+    }
+}
+
+/* --check: the interpreter first (code generation then annotates the IR with
+ * layouts), on a copy of the inputs; then the GPU; then every buffer compared. */
+static bool run_check(RunOpts *ro, Source *s, IrModule *m, KernelArgs *ka, const uint32_t grid[3])
+{
+    KernelArgs ref;
+    copy_args(ka, &ref);
+    bool ok = run_interp(&ref, grid, &s->diag) && run_device(ro, s, m, ka, grid) &&
+              compare_buffers(ro, ka, &ref, &s->diag);
+    run_args_free(&ref);
+    return ok;
+}
+
 static int run_kernel(RunOpts *ro, Source *s, IrModule *m)
 {
     Diag *d = &s->diag;
@@ -707,7 +881,9 @@ static int run_kernel(RunOpts *ro, Source *s, IrModule *m)
             for (uint32_t i = 0; i < f->nparams; i++) fprintf(stderr, "tilec: %s\n", ka.binds[i].spec);
             fprintf(stderr, "tilec: grid (%u, %u, %u)\n", grid[0], grid[1], grid[2]);
         }
-        bool ok = ro->device ? run_device(ro, s, m, &ka, grid) : run_interp(&ka, grid, d);
+        bool ok = ro->check    ? run_check(ro, s, m, &ka, grid)
+                  : ro->device ? run_device(ro, s, m, &ka, grid)
+                               : run_interp(&ka, grid, d);
         if (ok && run_write_outs(ro, &ka, d)) rc = 0;
     }
     run_args_free(&ka);
@@ -716,7 +892,7 @@ static int run_kernel(RunOpts *ro, Source *s, IrModule *m)
 
 int run_main(int argc, char **argv)
 {
-    RunOpts ro = {.seed = RUN_DEFAULT_SEED};
+    RunOpts ro = {.seed = RUN_DEFAULT_SEED, .rtol = RUN_DEFAULT_RTOL, .atol = RUN_DEFAULT_ATOL};
     driver_opts_init(&ro.drv, "tilec run");
     int rc = run_parse_args(argc, argv, &ro);
     if (rc < 0) {

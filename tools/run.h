@@ -20,6 +20,8 @@
 #define DRIVER_DEFAULT_ARCH "sm_90a"
 #define DRIVER_DEFAULT_OPT 3
 #define RUN_DEFAULT_SEED 1
+#define RUN_DEFAULT_RTOL 1e-5
+#define RUN_DEFAULT_ATOL 1e-6
 #define BENCH_DEFAULT_RUNS 100
 #define BENCH_DEFAULT_WARMUP 10
 
@@ -53,7 +55,7 @@ enum {
     /* tilec FILE --emit=header */
     OPT_EMBED, OPT_CUBIN_PATH, OPT_MODULE_NAME,
     /* tilec run, tilec bench */
-    OPT_INTERP, OPT_DEVICE, OPT_OUT, OPT_GRID, OPT_SEED,
+    OPT_INTERP, OPT_DEVICE, OPT_OUT, OPT_GRID, OPT_SEED, OPT_CHECK, OPT_POISON, OPT_ZERO, OPT_RTOL, OPT_ATOL,
     /* tilec bench */
     OPT_RUNS, OPT_WARMUP, OPT_BYTES, OPT_FLOPS, OPT_NO_FLUSH,
 };
@@ -114,6 +116,12 @@ typedef struct OutReq {         /* --out NAME=PATH */
     const char *name, *path;
 } OutReq;
 
+typedef struct RunFill {
+    const char *name;           /* a buffer argument */
+    const char *option;         /* "--poison" or "--zero", for messages */
+    unsigned char byte;         /* every byte of the buffer starts as this */
+} RunFill;
+
 typedef struct RunOpts {
     DriverOpts drv;
     const char **args;          /* the ARGs, NAME=SPEC, pointing into argv */
@@ -123,6 +131,10 @@ typedef struct RunOpts {
     uint32_t grid[3];
     bool has_grid, interp, device;
     uint64_t seed;
+    RunFill *fills;             /* --poison (every byte 0xff) and --zero: buffers' first contents */
+    uint32_t nfills, fillcap;
+    bool check;                 /* --check: the interpreter too, and compare every buffer */
+    double rtol, atol;          /* --check's float tolerance: |gpu - interp| <= atol + rtol * |interp| */
     bool bench;                 /* tilec bench: the options below */
     uint32_t runs, warmup;      /* timed runs (default 100), untimed ones before them (default 10) */
     const char *bytes_expr;     /* --bytes / --flops: expressions over the arguments (bench.c) */

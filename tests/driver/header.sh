@@ -4,7 +4,7 @@
 source "$(dirname "$0")/lib.bash"
 : "${TILERT_INCLUDE:?set TILERT_INCLUDE to the folder of tilert.h}"
 : "${TILERT_LIBS:?set TILERT_LIBS to libtilert.a:libtilert_meta.a}"
-cc=${CC:-cc}
+read -r -a cc <<<"${CC:-cc}"   # may carry flags: "cc -fsanitize=address,undefined"
 cxx=$(command -v c++ || command -v g++ || command -v clang++ || true)
 IFS=: read -r -a rtlibs <<<"$TILERT_LIBS"
 vadd=$inputs/vadd.tile
@@ -21,7 +21,7 @@ compiles() {
   printf '#include "%s"\n#include "%s"\nint main(void) { return (%s) == TILERT_OK ? 0 : 1; }\n' \
     "$hdr" "$hdr" "$call" > use_$hdr.c
   for std in c99 c17; do
-    "$cc" -std=$std -pedantic "${flags[@]}" "${cflags[@]}" -c use_$hdr.c -o use.o 2>cc.txt \
+    "${cc[@]}" -std=$std -pedantic "${flags[@]}" "${cflags[@]}" -c use_$hdr.c -o use.o 2>cc.txt \
       || { fail "$hdr does not compile as $std:"; sed 's/^/    /' cc.txt | head -20; }
   done
   if [ -n "$cxx" ]; then
@@ -39,7 +39,7 @@ for want in '#ifndef TILEC_VADD_H' 'extern "C" {' \
             'static inline tilert_status vadd_launch(struct CUstream_st *stream, float *x, float *y, float *out, int32_t n)' \
             'vadd_launch_grid(struct CUstream_st *stream, const uint32_t grid[3], float *x' \
             'tilert_kernel_get(tilec_m, "vadd__BLOCK_1024", &tilec_k)' 'tilert_module_load_data(' \
-            '0x7f, 0x45, 0x4c, 0x46,' 'BLOCK=1024'; do
+            '127,69,76,70,' 'BLOCK=1024'; do
   has vadd.h "$want" || fail "vadd.h lacks: $want"
 done
 grep -q "set_cubin_path" vadd.h && fail "an embedded header has set_cubin_path"
@@ -54,7 +54,7 @@ check 0 out "mymod_unload(void)" "$TILEC" "$vadd" --emit=header --module-name=my
 check 0 out "" "$TILEC" "$vadd" --emit=cubin -o vadd.cubin
 size=$(wc -c < vadd.cubin)
 grep -qF "static const unsigned char image[$size]" vadd.h || fail "the embedded image is not $size bytes"
-first=$(od -An -tx1 -N16 vadd.cubin | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1, /g; s/, $/,/; s/^ *//')
+first=$(od -An -tu1 -w24 -N24 vadd.cubin | tr -s ' ' | sed 's/^ //; s/ /,/g'),
 grep -qF -- "$first" vadd.h || fail "the embedded image does not start like vadd.cubin ($first)"
 
 # linked with libtilert alone, it runs and reports the missing GPU (or, with one, launches)
@@ -63,7 +63,7 @@ printf '%s\n' '#include <stdio.h>' '#include "vadd.h"' \
   '    tilert_status s = vadd_launch(NULL, NULL, NULL, NULL, 0);' \
   '    printf("%s: %s\n", tilert_status_string(s), tilert_last_error());' \
   '    return s == TILERT_OK ? 0 : 3;' '}' > run_vadd.c
-if "$cc" "${flags[@]}" run_vadd.c "${rtlibs[@]}" -ldl -lpthread -lm -o run_vadd 2>cc.txt; then
+if "${cc[@]}" "${flags[@]}" run_vadd.c "${rtlibs[@]}" -ldl -lpthread -lm -o run_vadd 2>cc.txt; then
   ./run_vadd > run.txt; rc=$?
   if [ $rc -eq 3 ]; then
     grep -qE "TILERT_ERROR_(NO_DRIVER|NO_DEVICE|ARG_)" run.txt || fail "without a GPU: $(cat run.txt)"
@@ -86,7 +86,7 @@ printf '%s\n' '#include <stdio.h>' '#include "vadd_file.h"' \
   '    tilert_status s = vadd_launch(NULL, NULL, NULL, NULL, 0);' \
   '    printf("%s: %s\n", tilert_status_string(s), tilert_last_error());' \
   '    return s == TILERT_OK ? 0 : 3;' '}' > run_file.c
-if "$cc" "${flags[@]}" run_file.c "${rtlibs[@]}" -ldl -lpthread -lm -o run_file 2>cc.txt; then
+if "${cc[@]}" "${flags[@]}" run_file.c "${rtlibs[@]}" -ldl -lpthread -lm -o run_file 2>cc.txt; then
   ./run_file missing/none.cubin > run.txt
   grep -qE "TILERT_ERROR_(IO|NO_DRIVER|NO_DEVICE)" run.txt || fail "a missing cubin: $(cat run.txt)"
   grep -q "TILERT_ERROR_IO" run.txt && { grep -q "none.cubin" run.txt || fail "the I/O error does not name the file"; }

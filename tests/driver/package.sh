@@ -6,6 +6,10 @@ source "$(dirname "$0")/lib.bash"
 : "${CMAKE_COMMAND:?set CMAKE_COMMAND to cmake}"
 : "${BUILD_DIR:?set BUILD_DIR to the build folder to install}"
 prefix=$scratch/prefix
+# CC may carry the sanitizer flags this build's libtilert.a needs at link time
+read -r -a cc <<<"${CC:-cc}"
+ccflags="${cc[*]:1}"
+configure() { "$CMAKE_COMMAND" -DCMAKE_C_COMPILER="${cc[0]}" -DCMAKE_C_FLAGS="$ccflags" "$@"; }
 
 "$CMAKE_COMMAND" --install "$BUILD_DIR" --prefix "$prefix" >install.txt 2>&1 \
   || { fail "cmake --install failed:"; sed 's/^/    /' install.txt | tail -20; finish; }
@@ -41,7 +45,7 @@ int main(void)
     return s == TILERT_OK ? 0 : 1;
 }
 C
-check 0 out "tilec headers: " "$CMAKE_COMMAND" -S app -B app/build -DCMAKE_PREFIX_PATH="$prefix"
+check 0 out "tilec headers: " configure -S app -B app/build -DCMAKE_PREFIX_PATH="$prefix"
 grep -q "kern.h" stdout.txt || fail "HEADERS_VAR does not list kern.h"
 check 0 out "" "$CMAKE_COMMAND" --build app/build
 grep -q "BLOCK=256" app/build/tilec/app/kern.h || fail "DEFINES did not reach tilec"
@@ -57,7 +61,7 @@ check 0 out "tilec kern.tile -> kern.h (sm_80)" "$CMAKE_COMMAND" --build app/bui
 # wrong use is a clear configure error
 sed -i 's/ARCH sm_80/ARCH sm_75/' app/CMakeLists.txt
 check 1 err "ARCH sm_75 is not one of sm_80, sm_86," \
-  "$CMAKE_COMMAND" -S app -B app/build2 -DCMAKE_PREFIX_PATH="$prefix"
+  configure -S app -B app/build2 -DCMAKE_PREFIX_PATH="$prefix"
 
 # pkg-config
 if command -v pkg-config >/dev/null; then

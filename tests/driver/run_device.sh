@@ -25,6 +25,35 @@ else
   [ "$(wc -l < dev.err)" -eq 1 ] || fail "the no-GPU error is not one line: $(cat dev.err)"
 fi
 
+# --poison: those buffers start as 0xff bytes (NaN): what the kernel does not write stays so
+check 0 out "" "$TILEC" run "$vadd" --interp x=f32[100] y=f32[100] out=f32[100] n=60 --poison out --out out=p.npy
+[ "$(tail -c 4 p.npy | od -An -tx1 | tr -d ' ')" = ffffffff ] || fail "--poison out: the unwritten tail is not 0xff"
+check 0 out "" "$TILEC" run "$vadd" --interp x=f32[100] y=f32[100] out=f32[100] n=100 --poison out \
+  --out out=p2.npy --out x=px.npy --out y=py.npy
+check 0 out "ok: 100 elements" "$MKNPY" check add p2.npy px.npy py.npy
+check 1 err "--poison n: 'n' is a scalar, not a buffer" "$TILEC" run "$vadd" --interp x=x.npy y=x.npy out=x.npy n=1 --poison n
+check 1 err "--poison q: kernel 'vadd' has no parameter 'q'" "$TILEC" run "$vadd" --interp x=x.npy y=x.npy out=x.npy n=1 \
+  --poison out,q
+
+# --check: the interpreter and the GPU on the same inputs, every buffer compared
+if [ $gpu = 1 ]; then
+  check 0 out "check: out (ptr<f32>): 1000 elements agree" \
+    "$TILEC" run "$vadd" --device --check x=f32[1000] y=f32[1000] out=f32[1000] n=999 --poison out
+  check 0 out "check: y (tensor<f32, 2>): 60 elements agree" \
+    "$TILEC" run "$kernels" --kernel scale_rows --device --check x=f32[5,12] y=f32[5,12] a=2.5 --poison y
+  # a tolerance of 0 still passes where the GPU rounds alike; the integers are bit-exact
+  check 0 out "check: out (ptr<i32>)" "$TILEC" run "$kernels" --kernel fill_nogrid --device --check out=i32[16] v=-5 \
+    --grid 2 --rtol 0 --atol 0
+else
+  check 1 err "cannot run on the GPU: no CUDA" \
+    "$TILEC" run "$vadd" --device --check x=f32[1000] y=f32[1000] out=f32[1000] n=999 --poison out
+fi
+check 2 err "--check compares the GPU with the interpreter: give it with --device" "$TILEC" run "$vadd" --interp --check n=1
+check 2 err "--rtol wants a number >= 0, not '-1'" "$TILEC" run "$vadd" --device --rtol -1 n=1
+check 2 err "--atol wants a number >= 0, not 'x'" "$TILEC" run "$vadd" --device --atol x n=1
+check 2 err "--poison wants buffer names, not 'out,'" "$TILEC" run "$vadd" --device --poison out, n=1
+check 2 err "--check is an option of tilec run" "$TILEC" bench "$vadd" --check n=1
+
 # argument errors come first, GPU or not
 check 1 err "kernel 'vadd' has no parameter 'z'" "$TILEC" run "$vadd" --device x=x.npy y=x.npy out=x.npy n=1 z=1
 check 1 err "argument 'n': 99999999999 is out of range for i32" \

@@ -7,10 +7,11 @@
  *   3. on each module that lowered: ir_verify_module, then the text round trip
  *      print -> ir_parse -> print, which must give the same text;
  *   4. the default pass pipeline (pass_run_pipeline), then the same verify and
- *      round trip on the result;
+ *      round trip on the result; then the backend passes (pass_run_backend:
+ *      layout assignment), verify and round trip again;
  *   5. a differential test of the passes: each kernel small enough (no op over
  *      INTERP_MAX_COST elements or multiply-adds, little printing) runs in the
- *      reference interpreter before and after the pipeline, on the same
+ *      reference interpreter before and after the passes, on the same
  *      deterministic arguments (scalars, 1024-element buffers, 8^N views; at most
  *      2x2x2 programs, INTERP_MAX_STEPS ops).  When the run before the passes
  *      succeeds, the run after them must succeed too and leave the same bytes in
@@ -243,6 +244,13 @@ static void check_module(IrModule *m, const char *stage, const char *src, size_t
     diag_free(&d);
 
     verified_text(m, "pipeline", &text);
+    round_trip(&text);
+    sb_free(&text);
+
+    quiet_diag(&d, "fuzz.tile", src, len);
+    (void)pass_run_backend(m, &dump, &d);
+    diag_free(&d);
+    verified_text(m, "backend passes", &text);
     round_trip(&text);
     sb_free(&text);
 
