@@ -547,6 +547,17 @@ void cg_lower_BROADCAST(Cg *cg, uint32_t opid, IrOp *op) { (void)opid; regmap(cg
 void cg_lower_EXPAND_DIMS(Cg *cg, uint32_t opid, IrOp *op) { (void)opid; regmap(cg, op, false); }
 void cg_lower_RESHAPE(Cg *cg, uint32_t opid, IrOp *op) { (void)opid; regmap(cg, op, false); }
 
+void cg_lower_CONVERT_LAYOUT(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    IrVal res = ir_res(op, 0);
+    const Layout *L = cg_layout(cg, res);
+    uint32_t n = layout_nregs(L);
+    LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    cg_value_as(cg, ir_opnd(cg->f, op, 0), L, out);
+    cg_define(cg, res, out, n);
+}
+
 void cg_lower_TRANS(Cg *cg, uint32_t opid, IrOp *op)
 {
     (void)opid;

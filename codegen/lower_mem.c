@@ -69,7 +69,7 @@ static LLVMValueRef *regs_in(Cg *cg, IrVal v, const Layout *L, uint32_t n)
     LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
     const Layout *Lv = cg_layout(cg, v);
     if (Lv && L && !layout_eq(Lv, L)) {
-        cg_convert_layout(cg, v, L, out);
+        cg_value_as(cg, v, L, out); /* recomputed when free, else through shared memory */
         return out;
     }
     for (uint32_t r = 0; r < n; r++) out[r] = cg_reg(cg, v, r);
@@ -480,7 +480,10 @@ void cg_lower_STORE(Cg *cg, uint32_t opid, IrOp *op)
     IrVal ptrs = ir_opnd(cg->f, op, 0);
     IrType pt = ir_vty(cg->f, ptrs);
     DType dt = (DType)pt.dt;
-    const Layout *L = cg_layout(cg, ptrs);
+    /* the pointers' layout, or the value's where the layout pass chose it (the
+     * pointers are then free values, recomputed in it) */
+    const Layout *L = cg_layout(cg, ptrs), *Lv = cg_layout(cg, ir_opnd(cg->f, op, 1));
+    if (L && Lv) L = Lv;
     uint32_t n = L ? layout_nregs(L) : 1;
     Access A = {.dt = dt, .n = n, .g = ptr_group(cg, ptrs, L, dt)};
     A.ptr = regs_in(cg, ptrs, L, n);

@@ -438,6 +438,13 @@ static bool exec_RESHAPE(Interp *in, const IrOp *op)
     return true;
 }
 
+/* Layouts do not exist for the interpreter: the same tile. */
+static bool exec_CONVERT_LAYOUT(Interp *in, const IrOp *op)
+{
+    copy_val(in, op->res, ir_opnd(in->f, op, 0));
+    return true;
+}
+
 static bool exec_TRANS(Interp *in, const IrOp *op)
 {
     IrType rt = vty(in, op->res), xt = vty(in, ir_opnd(in->f, op, 0));

@@ -249,6 +249,10 @@ static bool check_op(Verifier *V, uint32_t id)
         CHECK(ir_ty_eq(r, want), id, "result is %s, expected %s", tystr(V, r), tystr(V, want));
         return true;
     }
+    case IR_CONVERT_LAYOUT:
+        CHECK(is_tile(x) && x.rank >= 1 && ir_ty_eq(x, r), id, "converts %s to %s (a layout conversion keeps the type)",
+              tystr(V, x), tystr(V, r));
+        return true;
     case IR_RESHAPE:
         CHECK(is_tile(x) && is_tile(r) && ir_ty_numel(x) == ir_ty_numel(r), id,
               "reshape from %s to %s changes the element count", tystr(V, x), tystr(V, r));

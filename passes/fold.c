@@ -568,6 +568,9 @@ static void fold_op(Folder *fd, uint32_t id)
     case IR_RESHAPE:
     case IR_EXPAND_DIMS:
     case IR_TRANS: fold_shape(fd, id); return;
+    case IR_CONVERT_LAYOUT: /* without layouts (canonical passes drop them) it is the identity */
+        if (!f->val_layout) replace(fd, id, ir_opnd(f, ir_op(f, id), 0));
+        return;
     default: break;
     }
     if (!(ir_opinfo[opc].flags & IR_ELEM)) return;

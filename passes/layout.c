@@ -11,8 +11,8 @@
  *   2. Propagate forward in program order: an elementwise op takes the layout
  *      of its first operand that is not "free" (a SPLAT, ARANGE or an op made
  *      only of free values, which codegen rematerialises in any layout at no
- *      cost); EXPAND_DIMS inserts a zero-bit dim (the flat index does not
- *      change, so neither do the bases); BROADCAST of a value sliced from a
+ *      cost); EXPAND_DIMS inserts a zero-bit dim and RESHAPE regroups the
+ *      dims (the flat index does not change, so neither do the bases); BROADCAST of a value sliced from a
  *      layout P of the result's shape takes P back when that is a register
  *      renaming (the operand is P with the broadcast dims' bits dropped).
  *   3. Resolve loop-carried values to a fixpoint: a FOR/WHILE region argument
@@ -22,9 +22,12 @@
  *      init is free, the argument adopts the yielded layout and the loop is
  *      propagated again (at most 4 rounds), so an accumulator lives in the
  *      mma layout across iterations.
- *   4. Rewrite: record the table.  Where an operand's layout still differs from
- *      what its user needs, codegen converts it (rematerialising free values,
- *      otherwise through shared memory); -v remarks count those conversions.
+ *   4. Rewrite: where an operand's layout differs from the one its user needs
+ *      (elementwise ops and loads: their result's; stores and atomics: their
+ *      pointers'; dot: the accumulator's; terminators: what they feed), an
+ *      explicit CONVERT_LAYOUT goes before the user, shared by later users it
+ *      dominates.  Free values are not converted: codegen recomputes them in
+ *      the layout each user needs.
  */
 #include "pass.h"
 
@@ -205,6 +208,21 @@ static void assign_op(LayoutState *s, IrOp *op)
         s->free_[r0] = s->free_[x];
         return;
     }
+    case IR_RESHAPE: {
+        /* the row-major flat index does not change, so the operand's bases
+         * (flat-index bits) are a layout of the new shape as they are */
+        IrVal x = ir_opnd(f, op, 0);
+        const Layout *L = get(s, x);
+        if (!L) { set_default(s, r0); s->free_[r0] = s->free_[x]; return; }
+        Layout R = *L;
+        IrType rt = ir_vty(f, r0);
+        R.rank = rt.rank;
+        memset(R.dimbits, 0, sizeof R.dimbits);
+        for (int d = 0; d < rt.rank; d++) R.dimbits[d] = (uint8_t)__builtin_ctz((unsigned)rt.dims[d]);
+        set(s, r0, &R);
+        s->free_[r0] = s->free_[x];
+        return;
+    }
     case IR_BROADCAST: {
         IrVal x = ir_opnd(f, op, 0);
         uint32_t p = s->parent[x];
@@ -263,6 +281,13 @@ static void assign_op(LayoutState *s, IrOp *op)
         }
         return;
     }
+    case IR_ATOMIC_ADD: case IR_ATOMIC_MAX: case IR_ATOMIC_MIN: case IR_ATOMIC_CAS: {
+        /* one lane per pointer: the result takes the pointers' layout */
+        const Layout *P = get(s, ir_opnd(f, op, 0));
+        if (P && shape_matches(P, ir_vty(f, r0))) set(s, r0, P);
+        else set_default(s, r0);
+        return;
+    }
     case IR_TOPK:
         set_default(s, ir_res(op, 0));
         set_default(s, ir_res(op, 1));
@@ -318,6 +343,79 @@ static int choose_warps(IrFunc *f)
     return w;
 }
 
+/* ---- 4. rewrite: explicit conversions ------------------------------------------ */
+
+/* The layout op `opid` needs operand k in (a layouts[] index), or 0 for no
+ * requirement: elementwise ops and loads want their result's layout, stores
+ * and atomics their pointers', terminators the layout of what they feed. */
+static uint32_t needed_layout(LayoutState *s, uint32_t opid, uint32_t k)
+{
+    IrFunc *f = s->f;
+    IrOp *op = ir_op(f, opid);
+    IrOpcode opc = (IrOpcode)op->opc;
+    if ((ir_opinfo[opc].flags & IR_ELEM) || opc == IR_LOAD) return f->val_layout[op->res];
+    if (opc == IR_STORE) {
+        /* the pointers' layout, unless they are free: then the value's (the
+         * pointers are recomputed for it) */
+        IrVal p = ir_opnd(f, op, 0), v = ir_opnd(f, op, 1);
+        IrVal anchor = s->free_[p] && is_tile(f, v) && !s->free_[v] ? v : p;
+        return ir_opnd(f, op, k) == anchor ? 0 : f->val_layout[anchor];
+    }
+    if (opc == IR_ATOMIC_ADD || opc == IR_ATOMIC_MAX || opc == IR_ATOMIC_MIN || opc == IR_ATOMIC_CAS)
+        return k == 0 ? 0 : f->val_layout[ir_opnd(f, op, 0)];
+    if (opc == IR_DOT) return k == 2 ? f->val_layout[op->res] : 0;
+    if (opc != IR_YIELD && opc != IR_CONDITION) return 0;
+    IrBlock *B = ir_blk(f, op->parent);
+    if (B->parent_op == UINT32_MAX) return 0; /* the grid's yield */
+    IrOp *parent = ir_op(f, B->parent_op);
+    if (opc == IR_CONDITION) return k == 0 ? 0 : f->val_layout[ir_res(parent, k - 1)];
+    if (parent->opc == IR_FOR || parent->opc == IR_IF) return f->val_layout[ir_res(parent, k)];
+    /* WHILE's "after" region yields the next values of the "before" arguments */
+    return f->val_layout[ir_blk(f, parent->region[0])->args[k]];
+}
+
+typedef struct ConvEntry {
+    IrVal from, to;
+    uint32_t layout;
+} ConvEntry;
+
+/* Conversions made so far that dominate the current op (this block and the
+ * blocks around it); a region's entries are dropped when it is left. */
+typedef struct ConvCache {
+    ConvEntry *e;
+    uint32_t n, cap;
+} ConvCache;
+
+static void insert_conversions(LayoutState *s, IrBlk b, ConvCache *cache)
+{
+    IrFunc *f = s->f;
+    uint32_t mark = cache->n;
+    for (uint32_t i = 0; i < ir_blk(f, b)->nops; i++) {
+        uint32_t opid = ir_blk(f, b)->ops[i];
+        for (uint32_t r = 0; r < ir_op(f, opid)->nregion; r++) insert_conversions(s, ir_op(f, opid)->region[r], cache);
+        for (uint32_t k = 0; k < ir_op(f, opid)->nopnd; k++) {
+            IrVal v = ir_opnd(f, ir_op(f, opid), k);
+            uint32_t want = needed_layout(s, opid, k);
+            if (!want || !is_tile(f, v) || f->val_layout[v] == want || s->free_[v]) continue;
+            IrVal to = IR_NONE;
+            for (uint32_t c = 0; c < cache->n && !to; c++)
+                if (cache->e[c].from == v && cache->e[c].layout == want) to = cache->e[c].to;
+            if (!to) {
+                IrBuilder bld;
+                ir_builder_at_end(&bld, f, b);
+                bld.pos = i++; /* before the op, which moves one place on */
+                bld.loc = ir_op(f, opid)->loc;
+                to = ir_build1(&bld, IR_CONVERT_LAYOUT, &v, 1, ir_vty(f, v), NULL);
+                f->val_layout[to] = want;
+                ConvEntry e = {v, to, want};
+                VEC_PUSH(cache->e, cache->n, cache->cap, e);
+            }
+            ir_set_opnd(f, opid, k, to);
+        }
+    }
+    cache->n = mark;
+}
+
 void pass_layout(IrFunc *f, PassCtx *cx)
 {
     if (!f->warps) f->warps = choose_warps(f);
@@ -327,6 +425,9 @@ void pass_layout(IrFunc *f, PassCtx *cx)
     s.parent = tl_xcalloc(f->nvals, sizeof(uint32_t));
     s.free_ = tl_xcalloc(f->nvals, 1);
     assign_block(&s, f->body);
+    ConvCache cache = {0};
+    insert_conversions(&s, f->body, &cache);
+    free(cache.e);
     free(s.parent);
     free(s.free_);
     cx->changed = true;

@@ -67,7 +67,10 @@ check 1 err "ARCH sm_75 is not one of sm_80, sm_86," \
 if command -v pkg-config >/dev/null; then
   PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs tilert >pc.txt 2>&1 || fail "pkg-config tilert: $(cat pc.txt)"
   grep -q -- "-ltilert" pc.txt || fail "pkg-config --libs tilert lacks -ltilert: $(cat pc.txt)"
-  grep -q -- "-I$prefix/include" pc.txt || fail "pkg-config --cflags tilert lacks -I$prefix/include (a .pc relocatable with \${pcfiledir}): $(cat pc.txt)"
+  # the -I folder, however spelled (${pcfiledir}/../.. is not normalized), is PREFIX/include
+  inc=$(tr ' ' '\n' < pc.txt | sed -n 's/^-I//p' | head -n 1)
+  [ -n "$inc" ] && [ "$(cd "$inc" 2>/dev/null && pwd -P)" = "$(cd "$prefix/include" && pwd -P)" ] ||
+    fail "pkg-config --cflags tilert does not point at $prefix/include (a .pc relocatable with \${pcfiledir}): $(cat pc.txt)"
   PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --static --libs tilert >pcs.txt 2>&1
   grep -q -- "-ltilert_meta" pcs.txt || fail "pkg-config --static --libs tilert lacks -ltilert_meta: $(cat pcs.txt)"
 fi
