@@ -66,6 +66,46 @@ void cg_smem_store_unique(Cg *cg, IrVal x, LLVMValueRef base, LLVMTypeRef st, ui
     LLVMPositionBuilderAtEnd(cg->b, done);
 }
 
+void cg_smem_store_shared(Cg *cg, IrVal x, const SharedLayout *S, LLVMValueRef base)
+{
+    IrType xt = ir_vty(cg->f, x);
+    const Layout *Lx = cg_layout(cg, x);
+    LLVMTypeRef et = cg_elem_type(cg, xt);
+    TL_ASSERT(Lx && !xt.isptr && et != cg->i1, "codegen");
+    Layout C = layout_shared_compose(Lx, S);
+    uint32_t vec = (uint32_t)layout_shared_max_vec(Lx, S), eb = S->ebytes;
+    uint32_t rep_lane = replicated(Lx, LL_LANE), rep_warp = replicated(Lx, LL_WARP), rep_reg = replicated(Lx, LL_REG);
+    LLVMValueRef zero = LLVMConstInt(cg->i32, 0, 0);
+    LLVMValueRef owner = LLVMBuildAnd(cg->b,
+        LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, cg->lane, LLVMConstInt(cg->i32, rep_lane, 0), ""), zero, ""),
+        LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, cg->warp, LLVMConstInt(cg->i32, rep_warp, 0), ""), zero, ""),
+        "owner");
+    LLVMBasicBlockRef st_bb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "smem.vstore");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "smem.vstored");
+    LLVMValueRef toff = cg_thread_offset(cg, &C); /* offset bits of this lane and warp */
+    LLVMBuildCondBr(cg->b, owner, st_bb, done);
+    LLVMPositionBuilderAtEnd(cg->b, st_bb);
+    LLVMTypeRef vt = vec > 1 ? LLVMVectorType(et, vec) : et;
+    for (uint32_t r = 0; r < layout_nregs(Lx); r += vec) {
+        if (r & rep_reg) continue; /* a replicated copy (never inside a vector: max_vec stops there) */
+        LLVMValueRef off = LLVMBuildXor(cg->b, toff, LLVMConstInt(cg->i32, layout_apply(&C, r, 0, 0), 0), "");
+        off = LLVMBuildMul(cg->b, off, LLVMConstInt(cg->i32, eb, 0), "");
+        LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->i8, base, &off, 1, "");
+        LLVMValueRef v;
+        if (vec == 1) {
+            v = cg_reg(cg, x, r);
+        } else {
+            v = LLVMGetUndef(vt);
+            for (uint32_t i = 0; i < vec; i++)
+                v = LLVMBuildInsertElement(cg->b, v, cg_reg(cg, x, r + i), LLVMConstInt(cg->i32, i, 0), "");
+        }
+        LLVMValueRef st = LLVMBuildStore(cg->b, v, p);
+        LLVMSetAlignment(st, vec * eb);
+    }
+    LLVMBuildBr(cg->b, done);
+    LLVMPositionBuilderAtEnd(cg->b, done);
+}
+
 static void smem_gather(Cg *cg, IrVal x, const Layout *to, SrcIndexFn src_index, const void *ctx, LLVMValueRef *out)
 {
     IrType xt = ir_vty(cg->f, x);
@@ -155,6 +195,14 @@ static LLVMValueRef trans_index(Cg *cg, const Layout *to, LLVMValueRef toff, uin
 
 void cg_transpose(Cg *cg, IrVal x, const int32_t *perm, const Layout *to, LLVMValueRef *out)
 {
+    const Layout *Lx = cg_layout(cg, x);
+    if (Lx) { /* the layout pass may give the result x's threads (for a DOT operand): a renaming */
+        Layout T = layout_transpose(Lx, perm);
+        if (layout_eq(&T, to)) {
+            for (uint32_t r = 0; r < layout_nregs(to); r++) out[r] = cg_reg(cg, x, r);
+            return;
+        }
+    }
     TransCtx c = {perm, cg_layout(cg, x)};
     smem_gather(cg, x, to, trans_index, &c, out);
 }

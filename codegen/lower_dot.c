@@ -11,6 +11,22 @@
  * Otherwise (f32 or fp8 operands, or shapes mma cannot tile) an exact FMA
  * path: a and b go to shared memory as f32, and each thread accumulates its
  * own accumulator registers over k in order.
+ *
+ * On sm_90a, wgmma (warpgroup MMA, operands from shared memory) when the
+ * layout pass gave the result layout_wgmma_acc (layout_wgmma_shape holds):
+ *   1. cg_wgmma_plan picks each operand's shared layout: K-major, or MN-major
+ *      for 16-bit types whose registers run along M/N, swizzled as wide as
+ *      the contiguous extent allows (128B for 64 bf16), and the descriptor
+ *      strides, all checked against the descriptor model in ir/layout.c;
+ *   2. barrier; every thread stores what it uniquely owns of a and b with
+ *      16-byte st.shared (cg_smem_store_shared); fence.proxy.async (the
+ *      tensor cores read through the async proxy); barrier;
+ *   3. wgmma.fence; per warpgroup, for each 64-row block, N block and k step
+ *      one wgmma.mma_async m64nNk16 (k32 for fp8) whose descriptors point at
+ *      the warpgroup's rows of A and columns of B, accumulating in place
+ *      (tied operands); commit_group; wait_group 0, which takes every
+ *      accumulator register as a tied operand so that no use moves above it;
+ *   4. barrier: the area is free again.
  */
 #include "lower_int.h"
 
@@ -115,6 +131,217 @@ static void fma_path(Cg *cg, IrOp *op, LLVMValueRef *out)
     cg_barrier(cg);
 }
 
+/* ---- wgmma ------------------------------------------------------------------- */
+
+/* Whether layout L keeps its first register's neighbours along dim `d`
+ * (the dim a vectorised store would run along). */
+static bool regs_along(const Layout *L, int d)
+{
+    if (!L || L->nbits[LL_REG] == 0) return false;
+    uint32_t v = L->basis[LL_REG][0], dmask = ((1u << L->dimbits[d]) - 1) << layout_dim_offset(L, d);
+    return v && (v & ~dmask) == 0;
+}
+
+static bool plan_opnd(CgWgmmaOpnd *o, IrType t, WgmmaOperand op, int kdim, bool k_major, int instr_mn)
+{
+    int contig = k_major ? kdim : 1 - kdim;
+    int sw = layout_swizzle_for(t, contig);
+    if (sw < 0) return false;
+    o->S = layout_shared_swizzled(t, contig, (LayoutSwizzle)sw);
+    o->k_major = k_major;
+    return layout_wgmma_strides(&o->S, op, instr_mn, &o->lbo, &o->sbo);
+}
+
+bool cg_wgmma_plan(IrType at, IrType bt, const Layout *La, const Layout *Lb, int warps, CgWgmmaPlan *p)
+{
+    memset(p, 0, sizeof *p);
+    if (!layout_wgmma_shape(at, bt, warps, &p->w)) return false;
+    p->M = at.dims[0];
+    p->K = at.dims[1];
+    p->N = bt.dims[1];
+    bool b16 = dt_bytes((DType)at.dt) == 2;
+    /* MN-major where the registers run along M (A) or N (B): their vectors
+     * then stay whole in shared memory; wgmma transposes only 16-bit types */
+    bool a_mn = b16 && regs_along(La, 0), b_mn = b16 && regs_along(Lb, 1);
+    if (!(a_mn && plan_opnd(&p->a, at, LL_WGMMA_A, 1, false, 64)) && !plan_opnd(&p->a, at, LL_WGMMA_A, 1, true, 64))
+        return false;
+    if (!(b_mn && plan_opnd(&p->b, bt, LL_WGMMA_B, 0, false, p->w.instr_n)) &&
+        !plan_opnd(&p->b, bt, LL_WGMMA_B, 0, true, p->w.instr_n))
+        return false;
+    uint32_t abytes = (uint32_t)ir_ty_numel(at) * (uint32_t)dt_bytes((DType)at.dt);
+    uint32_t bbytes = (uint32_t)ir_ty_numel(bt) * (uint32_t)dt_bytes((DType)bt.dt);
+    p->a.off = 0;
+    p->b.off = (abytes + 1023) & ~1023u;
+    p->bytes = p->b.off + bbytes;
+    return true;
+}
+
+uint32_t cg_wgmma_start(const CgWgmmaPlan *p, WgmmaOperand op, int mn0, int k0)
+{
+    const CgWgmmaOpnd *o = op == LL_WGMMA_A ? &p->a : &p->b;
+    return o->off + layout_wgmma_start(&o->S, op, mn0, k0);
+}
+
+static LayoutSwizzle opnd_swizzle(const CgWgmmaOpnd *o)
+{
+    return o->S.swizzle < 0 ? LL_SWZ_NONE : (LayoutSwizzle)o->S.swizzle;
+}
+
+uint64_t cg_wgmma_desc(const CgWgmmaPlan *p, WgmmaOperand op, uint32_t base, int mn0, int k0)
+{
+    const CgWgmmaOpnd *o = op == LL_WGMMA_A ? &p->a : &p->b;
+    return layout_wgmma_desc(base + cg_wgmma_start(p, op, mn0, k0), opnd_swizzle(o), o->lbo, o->sbo);
+}
+
+static const char *wgmma_type(DType dt)
+{
+    switch (dt) {
+    case DT_BF16: return "bf16";
+    case DT_F16: return "f16";
+    case DT_F8E4M3: return "e4m3";
+    case DT_F8E5M2: return "e5m2";
+    default: tl_fatal("codegen", "no wgmma for %s", dt_name[dt]);
+    }
+}
+
+/* Inline PTX returning n f32 registers tied to inputs acc[0..n) after the
+ * `nin` other inputs; constraint letters of those in `in_cons`. */
+static void asm_tied(Cg *cg, const char *text, LLVMValueRef *in, const char *in_cons, unsigned nin, LLVMValueRef *acc,
+                     unsigned n)
+{
+    StrBuf cons = {0};
+    for (unsigned i = 0; i < n; i++) sb_puts(&cons, i ? ",=f" : "=f");
+    for (unsigned i = 0; i < nin; i++) sb_printf(&cons, ",%c", in_cons[i]);
+    for (unsigned i = 0; i < n; i++) sb_printf(&cons, ",%u", i);
+    sb_puts(&cons, ",~{memory}");
+    LLVMTypeRef *ft = ARENA_ARRAY(cg->scratch, LLVMTypeRef, n ? n : 1);
+    LLVMTypeRef *at = ARENA_ARRAY(cg->scratch, LLVMTypeRef, nin + n);
+    LLVMValueRef *args = ARENA_ARRAY(cg->scratch, LLVMValueRef, nin + n);
+    for (unsigned i = 0; i < nin; i++) {
+        args[i] = in[i];
+        at[i] = LLVMTypeOf(in[i]);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        ft[i] = cg->f32;
+        args[nin + i] = acc[i];
+        at[nin + i] = cg->f32;
+    }
+    LLVMTypeRef rt = LLVMStructTypeInContext(cg->ctx, ft, n, 0);
+    LLVMTypeRef fty = LLVMFunctionType(rt, at, nin + n, 0);
+    LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), cons.s, cons.len, 1, 0,
+                                         LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef r = LLVMBuildCall2(cg->b, fty, asmv, args, nin + n, "");
+    for (unsigned i = 0; i < n; i++) acc[i] = LLVMBuildExtractValue(cg->b, r, i, "");
+    sb_free(&cons);
+}
+
+static void asm_void(Cg *cg, const char *text)
+{
+    LLVMTypeRef fty = LLVMFunctionType(cg->vd, NULL, 0, 0);
+    const char *cons = "~{memory}";
+    LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
+                                         LLVMInlineAsmDialectATT, 0);
+    LLVMBuildCall2(cg->b, fty, asmv, NULL, 0, "");
+}
+
+/* sum over the set bits i of x of tab[i], combined by xor (x: i32, run time) */
+static LLVMValueRef xor_bits(Cg *cg, LLVMValueRef x, const uint32_t *tab, int nbits)
+{
+    LLVMValueRef r = LLVMConstInt(cg->i32, 0, 0);
+    for (int i = 0; i < nbits; i++) {
+        LLVMValueRef bit = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, x, LLVMConstInt(cg->i32, (unsigned)i, 0), ""),
+                                        LLVMConstInt(cg->i32, 1, 0), "");
+        r = LLVMBuildXor(cg->b, r, LLVMBuildMul(cg->b, bit, LLVMConstInt(cg->i32, tab[i], 0), ""), "");
+    }
+    return r;
+}
+
+static void wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, LLVMValueRef *out)
+{
+    IrFunc *f = cg->f;
+    IrVal a = ir_opnd(f, op, 0), b = ir_opnd(f, op, 1), acc = ir_opnd(f, op, 2), res = ir_res(op, 0);
+    const Layout *LC = cg_layout(cg, res);
+    uint32_t nacc = layout_nregs(LC);
+    const WgmmaShape *w = &p->w;
+    cg_value_as(cg, acc, LC, out);
+    /* the area, aligned at run time to the 1024-byte repeat of the swizzles */
+    LLVMValueRef area = cg_smem(cg, p->bytes + 1024);
+    LLVMValueRef a32 = LLVMBuildPtrToInt(cg->b, area, cg->i32, "");
+    LLVMValueRef base32 = LLVMBuildAnd(cg->b, LLVMBuildAdd(cg->b, a32, LLVMConstInt(cg->i32, 1023, 0), ""),
+                                       LLVMConstInt(cg->i32, ~1023u, 0), "wg.base");
+    LLVMValueRef pad = LLVMBuildSub(cg->b, base32, a32, "");
+    LLVMValueRef base = LLVMBuildGEP2(cg->b, cg->i8, area, &pad, 1, "");
+    LLVMValueRef boff = LLVMConstInt(cg->i32, p->b.off, 0);
+    cg_barrier(cg);
+    cg_smem_store_shared(cg, a, &p->a.S, base);
+    cg_smem_store_shared(cg, b, &p->b.S, LLVMBuildGEP2(cg->b, cg->i8, base, &boff, 1, ""));
+    asm_void(cg, "fence.proxy.async.shared::cta;");
+    cg_barrier(cg);
+
+    /* this warpgroup's block origin: rows gm*64 of A, columns gn*instr_n of B */
+    int lgn = 0, lgm = 0;
+    while ((1 << lgn) < w->wgn) lgn++;
+    while ((1 << lgm) < w->wgm) lgm++;
+    LLVMValueRef wg = LLVMBuildLShr(cg->b, cg->warp, LLVMConstInt(cg->i32, 2, 0), "wg");
+    LLVMValueRef gn = LLVMBuildAnd(cg->b, wg, LLVMConstInt(cg->i32, (unsigned)(w->wgn - 1), 0), "");
+    LLVMValueRef gm = LLVMBuildLShr(cg->b, wg, LLVMConstInt(cg->i32, (unsigned)lgn, 0), "");
+    uint32_t ta[8] = {0}, tb[8] = {0};
+    for (int i = 0; i < lgm; i++) ta[i] = layout_wgmma_start(&p->a.S, LL_WGMMA_A, 64 << i, 0);
+    for (int i = 0; i < lgn; i++) tb[i] = layout_wgmma_start(&p->b.S, LL_WGMMA_B, w->instr_n << i, 0);
+    LLVMValueRef rta = xor_bits(cg, gm, ta, lgm), rtb = xor_bits(cg, gn, tb, lgn);
+    /* descriptor = constant strides and swizzle | (address >> 4) */
+    uint64_t hia = layout_wgmma_desc(0, opnd_swizzle(&p->a), p->a.lbo, p->a.sbo);
+    uint64_t hib = layout_wgmma_desc(0, opnd_swizzle(&p->b), p->b.lbo, p->b.sbo);
+    LLVMValueRef mask14 = LLVMConstInt(cg->i32, 0x3FFF, 0);
+
+    DType dt = (DType)ir_vty(f, a).dt;
+    bool f8 = dt_bytes(dt) == 1;
+    char text[512];
+    StrBuf regs = {0};
+    unsigned nb = (unsigned)w->instr_n / 2; /* accumulator registers per instruction */
+    for (unsigned i = 0; i < nb; i++) sb_printf(&regs, i ? ",$%u" : "$%u", i);
+    if (f8)
+        snprintf(text, sizeof text,
+                 "{\n.reg .pred p;\nsetp.ne.b32 p, $%u, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {%s}, $%u, $%u, p, 1, 1;\n}",
+                 nb + 2, w->instr_n, w->instr_k, wgmma_type(dt), wgmma_type((DType)ir_vty(f, b).dt), regs.s, nb,
+                 nb + 1);
+    else
+        snprintf(text, sizeof text,
+                 "{\n.reg .pred p;\nsetp.ne.b32 p, $%u, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {%s}, $%u, $%u, p, 1, 1, %d, %d;\n}",
+                 nb + 2, w->instr_n, w->instr_k, wgmma_type(dt), wgmma_type(dt), regs.s, nb, nb + 1,
+                 p->a.k_major ? 0 : 1, p->b.k_major ? 0 : 1);
+    sb_free(&regs);
+
+    int nbm = p->M / (64 * w->wgm), nbn = p->N / (w->instr_n * w->wgn), nks = p->K / w->instr_k;
+    /* the fence takes the accumulators too, so that every write to them
+     * (phi copies included) is ordered before it, none between it and wgmma */
+    asm_tied(cg, "wgmma.fence.sync.aligned;", NULL, "", 0, out, nacc);
+    for (int jm = 0; jm < nbm; jm++)
+        for (int jn = 0; jn < nbn; jn++)
+            for (int ks = 0; ks < nks; ks++) {
+                /* starts are linear (xor) in the tile origin: the warpgroup's
+                 * run-time part xors with the block's; the buffer offset adds */
+                uint32_t ca = layout_wgmma_start(&p->a.S, LL_WGMMA_A, jm * 64 * w->wgm, ks * w->instr_k);
+                uint32_t cb = layout_wgmma_start(&p->b.S, LL_WGMMA_B, jn * w->instr_n * w->wgn, ks * w->instr_k);
+                LLVMValueRef sa = LLVMBuildAdd(cg->b, base32,
+                    LLVMBuildXor(cg->b, rta, LLVMConstInt(cg->i32, ca + p->a.off, 0), ""), "");
+                LLVMValueRef sb = LLVMBuildAdd(cg->b, base32, LLVMConstInt(cg->i32, p->b.off, 0), "");
+                sb = LLVMBuildAdd(cg->b, sb, LLVMBuildXor(cg->b, rtb, LLVMConstInt(cg->i32, cb, 0), ""), "");
+                LLVMValueRef in[3];
+                LLVMValueRef fa = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, sa, LLVMConstInt(cg->i32, 4, 0), ""), mask14, "");
+                LLVMValueRef fb = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, sb, LLVMConstInt(cg->i32, 4, 0), ""), mask14, "");
+                in[0] = LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, fa, cg->i64, ""), LLVMConstInt(cg->i64, hia, 0), "desc.a");
+                in[1] = LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, fb, cg->i64, ""), LLVMConstInt(cg->i64, hib, 0), "desc.b");
+                in[2] = LLVMConstInt(cg->i32, 1, 0); /* scale-d: D = A B + D */
+                asm_tied(cg, text, in, "llr", 3, &out[nb * (unsigned)(jm * nbn + jn)], nb);
+            }
+    asm_void(cg, "wgmma.commit_group.sync.aligned;");
+    asm_tied(cg, "wgmma.wait_group.sync.aligned 0;", NULL, "", 0, out, nacc);
+    cg_barrier(cg);
+}
+
 void cg_lower_DOT(Cg *cg, uint32_t opid, IrOp *op)
 {
     (void)opid;
@@ -125,6 +352,18 @@ void cg_lower_DOT(Cg *cg, uint32_t opid, IrOp *op)
     uint32_t n = layout_nregs(LC);
     LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
     int warps = cg->warps, wm = warps >= 4 ? warps / 2 : warps, wn = warps / wm;
+    if (layout_arch_has_wgmma(cg->target->arch)) {
+        IrVal a = ir_opnd(f, op, 0), b = ir_opnd(f, op, 1);
+        CgWgmmaPlan plan;
+        if (cg_wgmma_plan(at, ir_vty(f, b), cg_layout(cg, a), cg_layout(cg, b), warps, &plan)) {
+            Layout wl = layout_wgmma_acc(ct, plan.w.wgm, plan.w.wgn, plan.w.instr_n);
+            if (layout_eq(&wl, LC)) {
+                wgmma_path(cg, op, &plan, out);
+                cg_define(cg, res, out, n);
+                return;
+            }
+        }
+    }
     Layout acc = {0};
     bool mma = (at.dt == DT_F16 || at.dt == DT_BF16) && ct.dims[0] % (16 * wm) == 0 &&
                ct.dims[1] % (8 * wn) == 0 && at.dims[1] % 16 == 0;

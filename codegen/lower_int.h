@@ -87,6 +87,39 @@ void cg_transpose(Cg *cg, IrVal x, const int32_t *perm, const Layout *to, LLVMVa
  * as type st; to_f32 widens the value first.  No barrier. */
 void cg_smem_store_unique(Cg *cg, IrVal x, LLVMValueRef base, LLVMTypeRef st, uint32_t elem_off, bool to_f32);
 LLVMValueRef cg_cast(Cg *cg, LLVMValueRef x, DType from, bool from_ptr, DType to, bool to_ptr);
+/* Stores each element of tile x this thread uniquely owns into a buffer laid
+ * out by S (element e at byte base + layout_shared_offset(S, e) * ebytes),
+ * layout_shared_max_vec(L, S) elements per st.shared (16 bytes where the
+ * registers allow).  base (i8 addrspace(3)) must be 16-byte aligned, and to
+ * the swizzle's repeat for a swizzled S.  No barrier. */
+void cg_smem_store_shared(Cg *cg, IrVal x, const SharedLayout *S, LLVMValueRef base);
+
+
+/* lower_dot.c: a DOT through wgmma (sm_90a), decided on the host.  The
+ * operands are stored in shared memory in swizzled layouts (K-major, or
+ * MN-major for 16-bit types when their registers run along M or N), A from
+ * byte 0 and B from a.bytes rounded up to 1024 of a 1024-aligned base. */
+typedef struct CgWgmmaOpnd {
+    SharedLayout S;      /* the operand tile in shared memory */
+    bool k_major;        /* S->contig is the K dim (else MN-major: imm-trans 1) */
+    uint32_t off;        /* byte offset of the buffer from the aligned base */
+    uint32_t lbo, sbo;   /* descriptor strides (bytes) */
+} CgWgmmaOpnd;
+typedef struct CgWgmmaPlan {
+    WgmmaShape w;        /* warpgroups and instruction shape (layout_wgmma_shape) */
+    int M, N, K;
+    CgWgmmaOpnd a, b;
+    uint32_t bytes;      /* both buffers, from the aligned base */
+} CgWgmmaPlan;
+/* La, Lb: the operands' register layouts, which pick K- or MN-major (NULL:
+ * K-major).  False where layout_wgmma_shape refuses the operand types. */
+bool cg_wgmma_plan(IrType at, IrType bt, const Layout *La, const Layout *Lb, int warps, CgWgmmaPlan *p);
+/* The byte offset from the aligned base that the descriptor of the operand's
+ * instruction tile starting at (mn0, k0) holds (before the swizzle). */
+uint32_t cg_wgmma_start(const CgWgmmaPlan *p, WgmmaOperand op, int mn0, int k0);
+/* The 64-bit descriptor of that tile for a buffer area whose aligned base is
+ * at shared address `base` (a multiple of 1024). */
+uint64_t cg_wgmma_desc(const CgWgmmaPlan *p, WgmmaOperand op, uint32_t base, int mn0, int k0);
 
 /* lower_math.c: exp exp2 log log2 sqrt rsqrt sigmoid tanh erf fabs floor ceil
  * of one float register of dtype dt (f16/bf16 computed in f32 and rounded). */

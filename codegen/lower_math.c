@@ -12,7 +12,8 @@
  *                                                                f32        f64          f32  f64
  *   exp      Cody-Waite by ln2 (hi/lo), Taylor to r^7 (f64:    0.87       0.85          1    1
  *            r^13), 2^n as two exact scalings (one rounding
- *            into subnormals)
+ *            into subnormals); f32 rounds n = rint(x log2e)
+ *            with the 1.5*2^23 trick instead of cvt (same bits)
  *   exp2     n = rint(x), r = (x-n)*ln2, same polynomial       0.92       0.89          1    1
  *   log      x = m 2^e, m in [sqrt(1/2), sqrt(2)), f = m-1,    0.88       1.08          1    1.5
  *            s = f/(2+f), log1p(f) = f - s (f - R(s^2))
@@ -143,16 +144,42 @@ static LLVMValueRef exp_poly(M *m, LLVMValueRef r)
     return p;
 }
 
+/* p * 2^ni for an integer ni (the same two exact scalings as scale()). */
+static LLVMValueRef scale_int(M *m, LLVMValueRef p, LLVMValueRef ni)
+{
+    LLVMBuilderRef b = m->cg->b;
+    LLVMValueRef n1 = LLVMBuildAShr(b, ni, LLVMConstInt(m->it, 1, 0), "");
+    LLVMValueRef n2 = LLVMBuildSub(b, ni, n1, "");
+    return mul(m, mul(m, p, pow2i(m, n1)), pow2i(m, n2));
+}
+
 static LLVMValueRef m_exp(M *m, LLVMValueRef x)
 {
     /* clamp: beyond these the result is inf or 0 anyway; NaN is restored at the end */
     LLVMValueRef xc = bin(m, "minnum", bin(m, "maxnum", x, K(m, m->f64 ? -746.0 : -104.0)), K(m, m->f64 ? 710.0 : 89.0));
     double hi = m->f64 ? 0x1.62e42fee00000p-1 : 0x1.62e4p-1;
     double lo = m->f64 ? 0x1.a39ef35793c76p-33 : (double)(float)(0x1.62e42fefa39efp-1 - 0x1.62e4p-1);
-    LLVMValueRef n = un(m, "rint", mul(m, xc, K(m, 0x1.71547652b82fep0)));
+    LLVMValueRef v = mul(m, xc, K(m, 0x1.71547652b82fep0));
+    LLVMValueRef n, ni;
+    if (m->f64) {
+        n = un(m, "rint", v);
+        ni = LLVMBuildFPToSI(m->cg->b, n, m->it, "");
+    } else {
+        /* rint(v) for |v| < 2^22 (here |v| <= 151) without the conversion
+         * unit: v + 1.5*2^23 rounds v to an integer, ties to even, exactly as
+         * rint does; subtracting gives n (bit-identical, up to the sign of a
+         * zero n, which neither r nor the scaling can see) and the bits of the
+         * sum minus those of 1.5*2^23 give n as an integer (exactly what
+         * fptosi gave): two full-rate adds and an integer sub for the two
+         * quarter-rate cvt.rni and cvt.rzi. */
+        LLVMBuilderRef b = m->cg->b;
+        LLVMValueRef t = add(m, v, K(m, 0x1.8p23));
+        n = sub(m, t, K(m, 0x1.8p23));
+        ni = LLVMBuildSub(b, LLVMBuildBitCast(b, t, m->it, ""), LLVMConstInt(m->it, 0x4b400000u, 0), "");
+    }
     LLVMValueRef r = fma3(m, neg(m, n), K(m, hi), xc);
     r = fma3(m, neg(m, n), K(m, lo), r);
-    LLVMValueRef y = scale(m, exp_poly(m, r), n);
+    LLVMValueRef y = scale_int(m, exp_poly(m, r), ni);
     return sel(m, isnan_(m, x), x, y);
 }
 

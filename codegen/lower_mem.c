@@ -334,14 +334,47 @@ static LLVMValueRef word_elem(Cg *cg, LLVMValueRef w, int esize, LLVMTypeRef st)
 /* One thread's accesses: per register its address, and (optionally) its mask.
  * `vec_ok` is an extra condition for vector groups (NULL: none), `static_ok`
  * says groups are known contiguous (else no vectors at all). */
-typedef struct Access {
+typedef struct Access Access;
+struct Access {
     DType dt;
     uint32_t n, g;           /* registers, elements per group */
     LLVMValueRef *ptr;       /* per register */
     LLVMValueRef *mask;      /* per register i1, or NULL (all on) */
     LLVMValueRef vec_ok;     /* i1 or NULL */
+    LLVMValueRef *fptr;      /* per group start: its address where vec_ok holds (NULL: ptr) */
     uint32_t skip;           /* register bits to skip (stores: replicated registers) */
-} Access;
+    /* block accesses: ptr is built where the predicated path needs it (NULL
+     * until then), so its 64-bit arithmetic stays out of the vector path */
+    void (*make_ptr)(Cg *cg, struct Access *A);
+    const void *blk;
+};
+
+static void need_ptr(Cg *cg, Access *A)
+{
+    if (!A->ptr && A->make_ptr) A->make_ptr(cg, A);
+}
+
+/* The fast path of an access of vector groups: every group of this thread
+ * aligned, every mask bit on, vec_ok.  Branches to `fast` or `slow`. */
+static void branch_fast(Cg *cg, const Access *A, LLVMBasicBlockRef fast, LLVMBasicBlockRef slow)
+{
+    uint32_t bytes = A->g * (uint32_t)dt_bytes(A->dt);
+    LLVMValueRef ok = A->vec_ok, misal = NULL;
+    for (uint32_t r0 = 0; r0 < A->n; r0 += A->g) {
+        if (r0 & A->skip) continue;
+        LLVMValueRef p = LLVMBuildPtrToInt(cg->b, A->fptr ? A->fptr[r0] : A->ptr[r0], cg->i64, "");
+        misal = misal ? LLVMBuildOr(cg->b, misal, p, "") : p;
+        for (uint32_t i = 0; i < A->g && A->mask; i++) ok = and_opt(cg, ok, A->mask[r0 + i]);
+    }
+    /* all groups aligned: the OR of their addresses has no low bits */
+    LLVMValueRef al = LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, misal, k64(cg, bytes - 1), ""), k64(cg, 0), "");
+    ok = and_opt(cg, ok, al);
+    LLVMBuildCondBr(cg->b, ok, fast, slow);
+}
+
+/* Whether an access takes the two-path form: vector groups, and more than one
+ * element per group. */
+static bool two_paths(const Access *A) { return A->g > 1 && A->n >= A->g; }
 
 static LLVMValueRef aligned(Cg *cg, LLVMValueRef p, uint32_t bytes)
 {
@@ -349,9 +382,58 @@ static LLVMValueRef aligned(Cg *cg, LLVMValueRef p, uint32_t bytes)
     return LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, a, k64(cg, bytes - 1), ""), k64(cg, 0), "");
 }
 
-/* Loads per Access; `other` per register (storage type) is the value of masked-off elements. */
-static void access_load(Cg *cg, const Access *A, LLVMValueRef *other, LLVMValueRef *out)
+static void access_load_general(Cg *cg, Access *A, LLVMValueRef *other, LLVMValueRef *out);
+
+/* Loads per Access; `other` per register (storage type) is the value of
+ * masked-off elements.  With vector groups there are two paths: where every
+ * group of the thread is aligned and unmasked (the common case: all but the
+ * threads at a ragged edge), plain vector loads, which LLVM and ptxas may
+ * schedule freely; elsewhere the general predicated form below. */
+static void access_load(Cg *cg, Access *A, LLVMValueRef *other, LLVMValueRef *out)
 {
+    if (!two_paths(A)) {
+        access_load_general(cg, A, other, out);
+        return;
+    }
+    int esize = dt_bytes(A->dt);
+    LLVMTypeRef st = store_type(cg, A->dt);
+    uint32_t nw, wbits;
+    words_of(A->g, esize, &nw, &wbits);
+    LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "ld.vec");
+    LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "ld.pred");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "ld.end");
+    branch_fast(cg, A, fast, slow);
+    LLVMPositionBuilderAtEnd(cg->b, fast);
+    LLVMValueRef *fv = ARENA_ARRAY(cg->scratch, LLVMValueRef, A->n);
+    LLVMTypeRef vt = LLVMVectorType(wtype(cg, wbits), nw);
+    for (uint32_t r0 = 0; r0 < A->n; r0 += A->g) {
+        LLVMValueRef v = LLVMBuildLoad2(cg->b, vt, A->fptr ? A->fptr[r0] : A->ptr[r0], "");
+        LLVMSetAlignment(v, A->g * (unsigned)esize);
+        LLVMValueRef w[4];
+        for (uint32_t i = 0; i < nw; i++) w[i] = LLVMBuildExtractElement(cg->b, v, k32(cg, i), "");
+        LLVMValueRef *e = words_to_elems(cg, w, nw, wbits, st, A->g);
+        memcpy(&fv[r0], e, A->g * sizeof *e);
+    }
+    LLVMBasicBlockRef fast_end = LLVMGetInsertBlock(cg->b);
+    LLVMBuildBr(cg->b, join);
+    LLVMPositionBuilderAtEnd(cg->b, slow);
+    LLVMValueRef *sv = ARENA_ARRAY(cg->scratch, LLVMValueRef, A->n);
+    access_load_general(cg, A, other, sv);
+    LLVMBasicBlockRef slow_end = LLVMGetInsertBlock(cg->b);
+    LLVMBuildBr(cg->b, join);
+    LLVMPositionBuilderAtEnd(cg->b, join);
+    for (uint32_t r = 0; r < A->n; r++) {
+        LLVMValueRef phi = LLVMBuildPhi(cg->b, st, "");
+        LLVMValueRef in[2] = {fv[r], sv[r]};
+        LLVMBasicBlockRef bb[2] = {fast_end, slow_end};
+        LLVMAddIncoming(phi, in, bb, 2);
+        out[r] = phi;
+    }
+}
+
+static void access_load_general(Cg *cg, Access *A, LLVMValueRef *other, LLVMValueRef *out)
+{
+    need_ptr(cg, A);
     int esize = dt_bytes(A->dt);
     LLVMTypeRef st = store_type(cg, A->dt);
     LLVMValueRef zero = LLVMConstNull(st);
@@ -386,8 +468,44 @@ static void access_load(Cg *cg, const Access *A, LLVMValueRef *other, LLVMValueR
     }
 }
 
-static void access_store(Cg *cg, const Access *A, LLVMValueRef *val)
+static void access_store_general(Cg *cg, Access *A, LLVMValueRef *val);
+
+/* Stores per Access: two paths as for loads (plain vector stores where every
+ * group of the thread is aligned and unmasked, else the predicated form). */
+static void access_store(Cg *cg, Access *A, LLVMValueRef *val)
 {
+    if (!two_paths(A)) {
+        access_store_general(cg, A, val);
+        return;
+    }
+    int esize = dt_bytes(A->dt);
+    LLVMTypeRef st = store_type(cg, A->dt);
+    uint32_t nw, wbits;
+    words_of(A->g, esize, &nw, &wbits);
+    LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "st.vec");
+    LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "st.pred");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "st.end");
+    branch_fast(cg, A, fast, slow);
+    LLVMPositionBuilderAtEnd(cg->b, fast);
+    LLVMTypeRef vt = LLVMVectorType(wtype(cg, wbits), nw);
+    for (uint32_t r0 = 0; r0 < A->n; r0 += A->g) {
+        if (r0 & A->skip) continue;
+        LLVMValueRef *w = elems_to_words(cg, &val[r0], A->g, st, nw, wbits);
+        LLVMValueRef v = LLVMGetUndef(vt);
+        for (uint32_t i = 0; i < nw; i++) v = LLVMBuildInsertElement(cg->b, v, w[i], k32(cg, i), "");
+        LLVMValueRef s = LLVMBuildStore(cg->b, v, A->fptr ? A->fptr[r0] : A->ptr[r0]);
+        LLVMSetAlignment(s, A->g * (unsigned)esize);
+    }
+    LLVMBuildBr(cg->b, join);
+    LLVMPositionBuilderAtEnd(cg->b, slow);
+    access_store_general(cg, A, val);
+    LLVMBuildBr(cg->b, join);
+    LLVMPositionBuilderAtEnd(cg->b, join);
+}
+
+static void access_store_general(Cg *cg, Access *A, LLVMValueRef *val)
+{
+    need_ptr(cg, A);
     int esize = dt_bytes(A->dt);
     LLVMTypeRef st = store_type(cg, A->dt);
     for (uint32_t r0 = 0; r0 < A->n; r0 += A->g) {
@@ -497,43 +615,115 @@ void cg_lower_STORE(Cg *cg, uint32_t opid, IrOp *op)
 /* ---- BLOCK_LOAD / BLOCK_STORE ----------------------------------------------------- */
 
 /* Addresses and in-bounds masks of block `L` (type bt) of view operand 0 at
- * offsets operands 1..rank; vectors need stride[last] == 1 at run time. */
+ * offsets operands 1..rank; vectors need stride[last] == 1 at run time.
+ * Dims the layout does not spread (size 1) are scalars, computed once.  A
+ * spread dim's bounds test off + c in [0, shape) (c the coordinate inside the
+ * block, below 2^24) is c in [lo, hi) with lo = clamp(-off, 0, D) and
+ * hi = clamp(shape - off, 0, D), D the block's extent: two 32-bit compares of
+ * scalars computed once instead of 64-bit arithmetic per element.  The
+ * vector path's addresses (A->fptr) take stride[last] as 1, so a group's
+ * address is the thread's base plus a constant. */
+typedef struct BlkCtx {
+    CgVal *V;
+    const Layout *L;
+    int rank;
+    bool spread[IR_MAXRANK];
+    LLVMValueRef off[IR_MAXRANK], base, toff;
+} BlkCtx;
+
+/* The predicated path's addresses: base + sum over spread dims of (off + c) * stride. */
+static void block_ptrs(Cg *cg, Access *A)
+{
+    const BlkCtx *c = A->blk;
+    LLVMBuilderRef b = cg->b;
+    LLVMTypeRef st = store_type(cg, A->dt);
+    A->ptr = ARENA_ARRAY(cg->scratch, LLVMValueRef, A->n);
+    for (uint32_t r = 0; r < A->n; r++) {
+        LLVMValueRef idx = c->base;
+        for (int k = 0; k < c->rank; k++) {
+            if (!c->spread[k]) continue;
+            LLVMValueRef c64 = LLVMBuildZExt(b, cg_coord(cg, c->L, c->toff, r, k), cg->i64, "");
+            idx = LLVMBuildAdd(b, idx, LLVMBuildMul(b, LLVMBuildAdd(b, c->off[k], c64, ""), c->V->stride[k], ""), "");
+        }
+        A->ptr[r] = LLVMBuildGEP2(b, st, c->V->ptr, &idx, 1, "");
+    }
+}
+
 static void block_access(Cg *cg, IrOp *op, IrType bt, const Layout *L, Access *A)
 {
     IrFunc *f = cg->f;
+    LLVMBuilderRef b = cg->b;
+    BlkCtx *cx = ARENA_ARRAY(cg->scratch, BlkCtx, 1);
+    memset(cx, 0, sizeof *cx);
     IrVal view = ir_opnd(f, op, 0);
-    CgVal *V = cg_val(cg, view);
-    int rank = bt.rank;
+    CgVal *V = cx->V = cg_val(cg, view);
+    int rank = cx->rank = bt.rank;
+    cx->L = L;
     uint32_t n = L ? layout_nregs(L) : 1;
-    LLVMValueRef off[IR_MAXRANK];
+    LLVMValueRef lo[IR_MAXRANK], hi[IR_MAXRANK];
+    LLVMValueRef in0 = NULL, base = k64(cg, 0); /* the scalar dims' test and offset */
     for (int k = 0; k < rank; k++) {
         IrVal o = ir_opnd(f, op, 1 + (uint32_t)k);
         LLVMValueRef x = cg_reg(cg, o, 0);
         DType odt = (DType)ir_vty(f, o).dt;
         if (LLVMTypeOf(x) != cg->i64)
-            x = dt_is_signed(odt) ? LLVMBuildSExt(cg->b, x, cg->i64, "") : LLVMBuildZExt(cg->b, x, cg->i64, "");
-        off[k] = x;
-    }
-    A->n = n;
-    A->ptr = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
-    A->mask = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
-    LLVMTypeRef st = store_type(cg, A->dt);
-    LLVMValueRef toff = L ? cg_thread_offset(cg, L) : NULL;
-    for (uint32_t r = 0; r < n; r++) {
-        LLVMValueRef in = NULL, idx = k64(cg, 0);
-        for (int k = 0; k < rank; k++) {
-            LLVMValueRef c = off[k];
-            if (L && L->dimbits[k])
-                c = LLVMBuildAdd(cg->b, c, LLVMBuildZExt(cg->b, cg_coord(cg, L, toff, r, k), cg->i64, ""), "");
+            x = dt_is_signed(odt) ? LLVMBuildSExt(b, x, cg->i64, "") : LLVMBuildZExt(b, x, cg->i64, "");
+        cx->off[k] = x;
+        cx->spread[k] = L && L->dimbits[k];
+        if (!cx->spread[k]) {
             /* unsigned compare: negative coordinates are out of bounds too */
-            in = and_opt(cg, in, LLVMBuildICmp(cg->b, LLVMIntULT, c, V->shape[k], ""));
-            idx = LLVMBuildAdd(cg->b, idx, LLVMBuildMul(cg->b, c, V->stride[k], ""), "");
+            in0 = and_opt(cg, in0, LLVMBuildICmp(b, LLVMIntULT, x, V->shape[k], ""));
+            base = LLVMBuildAdd(b, base, LLVMBuildMul(b, x, V->stride[k], ""), "");
+            continue;
         }
-        A->ptr[r] = LLVMBuildGEP2(cg->b, st, V->ptr, &idx, 1, "");
-        A->mask[r] = in ? in : LLVMConstInt(cg->i1, 1, 0);
+        LLVMValueRef D = k64(cg, 1ull << L->dimbits[k]), z = k64(cg, 0), args[2];
+        LLVMValueRef nl = LLVMBuildNeg(b, x, ""), nh = LLVMBuildSub(b, V->shape[k], x, "");
+        args[0] = nl; args[1] = z;
+        nl = cg_call_intrinsic(cg, "llvm.smax.i64", cg->i64, args, 2);
+        args[0] = nl; args[1] = D;
+        nl = cg_call_intrinsic(cg, "llvm.smin.i64", cg->i64, args, 2);
+        args[0] = nh; args[1] = z;
+        nh = cg_call_intrinsic(cg, "llvm.smax.i64", cg->i64, args, 2);
+        args[0] = nh; args[1] = D;
+        nh = cg_call_intrinsic(cg, "llvm.smin.i64", cg->i64, args, 2);
+        lo[k] = LLVMBuildTrunc(b, nl, cg->i32, "");
+        hi[k] = LLVMBuildTrunc(b, nh, cg->i32, "");
     }
+    cx->base = base;
+    cx->toff = L ? cg_thread_offset(cg, L) : NULL;
+    LLVMTypeRef st = store_type(cg, A->dt);
+    A->n = n;
     A->g = L && rank ? group_size(L, dt_bytes(A->dt), 16) : 1;
-    if (A->g > 1) A->vec_ok = LLVMBuildICmp(cg->b, LLVMIntEQ, V->stride[rank - 1], k64(cg, 1), "unit_stride");
+    A->blk = cx;
+    A->make_ptr = block_ptrs;
+    A->mask = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    bool two = two_paths(A);
+    LLVMValueRef fbase = NULL;
+    if (two) { /* the vector path: stride[last] == 1, so a group is fbase + a constant */
+        LLVMValueRef fo = LLVMBuildAdd(b, base, cx->off[rank - 1], "");
+        fbase = LLVMBuildGEP2(b, st, V->ptr, &fo, 1, "");
+        A->fptr = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    }
+    for (uint32_t r = 0; r < n; r++) {
+        LLVMValueRef in = in0, fidx = NULL;
+        for (int k = 0; k < rank; k++) {
+            if (!cx->spread[k]) continue;
+            LLVMValueRef c = cg_coord(cg, L, cx->toff, r, k);
+            in = and_opt(cg, in, LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntUGE, c, lo[k], ""),
+                                              LLVMBuildICmp(b, LLVMIntULT, c, hi[k], ""), ""));
+            if (!two || r % A->g) continue;
+            LLVMValueRef c64 = LLVMBuildZExt(b, c, cg->i64, "");
+            LLVMValueRef part = k == rank - 1 ? c64 : LLVMBuildMul(b, LLVMBuildAdd(b, cx->off[k], c64, ""), V->stride[k], "");
+            fidx = fidx ? LLVMBuildAdd(b, fidx, part, "") : part;
+        }
+        A->mask[r] = in ? in : LLVMConstInt(cg->i1, 1, 0);
+        if (two && r % A->g == 0) {
+            LLVMValueRef fi = fidx ? fidx : k64(cg, 0);
+            A->fptr[r] = LLVMBuildGEP2(b, st, fbase, &fi, 1, "");
+        }
+    }
+    if (A->g > 1) A->vec_ok = LLVMBuildICmp(b, LLVMIntEQ, V->stride[rank - 1], k64(cg, 1), "unit_stride");
+    if (!two) block_ptrs(cg, A);
 }
 
 void cg_lower_BLOCK_LOAD(Cg *cg, uint32_t opid, IrOp *op)

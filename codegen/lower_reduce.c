@@ -67,7 +67,9 @@
  *
  * Shared memory follows convert.c's convention: a barrier before the first
  * store (the area may still be read by the previous user) and after the last
- * load (the next user may write at once).
+ * load (the next user may write at once); a cross-warp reduction (step 3)
+ * skips the one after its loads, as every user of the area starts with a
+ * barrier before its first store: one barrier pair per reduction.
  */
 #include "lower_int.h"
 
@@ -448,7 +450,7 @@ static bool across_warps(Cg *cg, IrOp *op, const Red *rd, const Layout *L, const
         }
         v[r] = acc;
     }
-    cg_barrier(cg);
+    /* no trailing barrier: the next user of the scratch area starts with one */
     return true;
 }
 

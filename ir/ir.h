@@ -174,6 +174,7 @@ struct IrModule {
     uint32_t nfuncs, funccap;
     char **strs;            /* strs[0] = "" */
     uint32_t nstrs, strcap;
+    const char *arch;       /* the GPU arch the backend passes target ("sm_90a"); NULL: none named */
 };
 
 IrModule *ir_module_new(const char *file);

@@ -169,6 +169,23 @@ uint32_t layout_axis_mask(const Layout *L, LayoutIn in, int axis)
     return m;
 }
 
+Layout layout_transpose(const Layout *L, const int32_t *perm)
+{
+    Layout T = *L;
+    for (int k = 0; k < L->rank; k++) T.dimbits[k] = L->dimbits[perm[k]];
+    for (int in = 0; in < LL_NIN; in++)
+        for (int i = 0; i < L->nbits[in]; i++) {
+            uint32_t v = L->basis[in][i], t = 0;
+            for (int k = 0; k < L->rank; k++) {
+                int d = perm[k];
+                uint32_t c = (v >> layout_dim_offset(L, d)) & ((1u << L->dimbits[d]) - 1);
+                t |= c << layout_dim_offset(&T, k);
+            }
+            T.basis[in][i] = t;
+        }
+    return T;
+}
+
 Layout layout_mma_acc(IrType t, int wm, int wn)
 {
     TL_ASSERT(t.rank == 2 && t.dims[0] % (16 * wm) == 0 && t.dims[1] % (8 * wn) == 0, "layout");
@@ -586,6 +603,40 @@ uint32_t layout_wgmma_start(const SharedLayout *S, WgmmaOperand op, int mn0, int
     /* the descriptor holds the address before the swizzle, which the
      * hardware applies after adding the canonical offsets */
     return layout_swizzle_addr(S->swizzle, operand_off(S, op, mn0, k0));
+}
+
+bool layout_arch_has_wgmma(const char *arch)
+{
+    return arch && strcmp(arch, "sm_90a") == 0;
+}
+
+bool layout_wgmma_shape(IrType at, IrType bt, int warps, WgmmaShape *out)
+{
+    if (at.kind != TY_TILE || bt.kind != TY_TILE || at.rank != 2 || bt.rank != 2 || at.isptr || bt.isptr) return false;
+    DType dt = (DType)at.dt;
+    bool f16 = dt == DT_F16 || dt == DT_BF16, f8 = dt == DT_F8E4M3 || dt == DT_F8E5M2;
+    DType dtb = (DType)bt.dt;
+    bool ok_b = f16 ? dtb == dt : (dtb == DT_F8E4M3 || dtb == DT_F8E5M2);
+    if (!(f16 || f8) || !ok_b || warps < 4 || warps % 4) return false;
+    int M = at.dims[0], K = at.dims[1], N = bt.dims[1], groups = warps / 4;
+    if (bt.dims[0] != K || M % 64) return false;
+    WgmmaShape w = {1, 1, 0, 32 / dt_bytes(dt)};
+    /* warpgroups along M first (each one's B tile is then the whole of N) */
+    while (w.wgm < groups && M % (64 * w.wgm * 2) == 0) w.wgm *= 2;
+    w.wgn = groups / w.wgm;
+    if (w.wgm * w.wgn != groups || N % w.wgn || N / w.wgn < 8) return false;
+    w.instr_n = N / w.wgn > 256 ? 256 : N / w.wgn;
+    if ((w.instr_n & (w.instr_n - 1)) || N % (w.instr_n * w.wgn) || K % w.instr_k) return false;
+    /* A and B staged in shared memory, each aligned to the 1024-byte swizzle repeat */
+    if (((int64_t)M * K + (int64_t)K * N) * dt_bytes(dt) + 2048 > 227 * 1024) return false;
+    /* both operands K-major: A [M, K] contiguous along dim 1, B [K, N] along dim 0 */
+    SharedLayout SA = layout_shared_swizzled(at, 1, (LayoutSwizzle)layout_swizzle_for(at, 1));
+    SharedLayout SB = layout_shared_swizzled(bt, 0, (LayoutSwizzle)layout_swizzle_for(bt, 0));
+    uint32_t lbo, sbo;
+    if (!layout_wgmma_strides(&SA, LL_WGMMA_A, 64, &lbo, &sbo)) return false;
+    if (!layout_wgmma_strides(&SB, LL_WGMMA_B, w.instr_n, &lbo, &sbo)) return false;
+    if (out) *out = w;
+    return true;
 }
 
 static void print_basis(StrBuf *b, const Layout *L, uint32_t v)

@@ -59,6 +59,11 @@ Layout layout_slice(const Layout *L, int axis);
  * the register index whose basis lies entirely in `axis`. */
 uint32_t layout_axis_mask(const Layout *L, LayoutIn in, int axis);
 
+/* The layout of TRANS(x, perm) that holds each element in the register,
+ * lane and warp of x's layout L (result dim k is x's dim perm[k]): moving
+ * into it is a register renaming. */
+Layout layout_transpose(const Layout *L, const int32_t *perm);
+
 /* The mma.sync m16n8 accumulator/"C" fragment layout for an f32 tile [M, N]
  * (M a multiple of 16, N of 8) over warps laid out wm x wn. */
 Layout layout_mma_acc(IrType t, int wm, int wn);
@@ -184,6 +189,22 @@ uint32_t layout_wgmma_start(const SharedLayout *S, WgmmaOperand op, int mn0, int
  * instruction tile a descriptor names: PTX's canonical layouts, then the
  * swizzle on the absolute address.  The model the tests check layouts with. */
 uint32_t layout_wgmma_desc_addr(uint64_t desc, bool k_major, int ebytes, int mn, int k);
+
+/* How a DOT of operands A [M, K] x B [K, N] (types at, bt) with an f32
+ * result [M, N] maps onto wgmma over `warps` warps: wgm x wgn warpgroups
+ * (wgm as large as M allows: each warpgroup owns 64-row blocks, M first),
+ * instructions m64 x instr_n x instr_k (instr_k: 32 bytes of K; instr_n the
+ * warpgroup's share of N, at most 256).  False unless warps is a multiple of
+ * 4, the operands are f16/bf16 or 8-bit floats, M is a multiple of 64 * wgm,
+ * each warpgroup's N a power of two >= 8, K a multiple of instr_k, and both
+ * operands can be addressed K-major by a descriptor (the layout any operand
+ * can be stored in; 16-bit operands may also go MN-major). */
+typedef struct WgmmaShape {
+    int wgm, wgn, instr_n, instr_k;
+} WgmmaShape;
+bool layout_wgmma_shape(IrType at, IrType bt, int warps, WgmmaShape *out);
+/* Whether the arch ("sm_90a") has wgmma. */
+bool layout_arch_has_wgmma(const char *arch);
 
 /* Text form for --dump-after=layout: each input bit's basis as coordinates,
  * e.g. #linear<reg=[[0,1],[0,2]], lane=[[0,4],...], warp=[[1,0]]>. */

@@ -9,8 +9,11 @@
  *      value id first), every attribute field (floats compared by bits) and
  *      the result types; the source location is not part of it.
  *   3. An op whose key is in the table is a duplicate of the entry's op, which
- *      dominates it: each result is replaced by the entry's and the op is
- *      erased.  Otherwise the op is pushed.
+ *      dominates it: its results map to the entry's (repl[]) and it is marked
+ *      dead.  Otherwise the op is pushed.  Every op's operands are rewritten
+ *      through repl[] when the walk reaches it (uses come after definitions in
+ *      walk order), and each block drops its dead ops once, at its end: the
+ *      pass is linear in the number of ops, whatever the duplicates.
  *   4. The regions of an op are walked with the table as it is at that op
  *      (outer values are visible inside), and on leaving each region the
  *      table is popped back, so that a value defined in a region is reused
@@ -29,6 +32,7 @@ typedef struct Entry {
 
 typedef struct Table {
     IrFunc *f;
+    IrVal *repl;        /* per value: the value replacing it, or IR_NONE */
     Entry *ents;
     uint32_t nents, entcap;
     uint32_t *heads;    /* entry index + 1 per bucket; 0: empty */
@@ -116,11 +120,23 @@ static void pop(Table *t, uint32_t mark)
     }
 }
 
+static void remap(Table *t, uint32_t id)
+{
+    IrFunc *f = t->f;
+    const IrOp *op = ir_op(f, id);
+    for (uint32_t k = 0; k < op->nopnd; k++) {
+        IrVal v = f->opnds[op->opnd + k];
+        if (t->repl[v]) f->opnds[op->opnd + k] = t->repl[v];
+    }
+}
+
 static void walk(Table *t, IrBlk blk)
 {
     IrFunc *f = t->f;
-    for (uint32_t k = 0; k < ir_blk(f, blk)->nops;) {
+    bool erased = false;
+    for (uint32_t k = 0; k < ir_blk(f, blk)->nops; k++) {
         uint32_t id = ir_blk(f, blk)->ops[k];
+        remap(t, id);
         const IrOp *op = ir_op(f, id);
         if (op->nregion) {
             for (uint32_t r = 0; r < op->nregion; r++) {
@@ -128,24 +144,26 @@ static void walk(Table *t, IrBlk blk)
                 walk(t, ir_op(f, id)->region[r]);
                 pop(t, mark);
             }
-            k++;
             continue;
         }
-        if (!(ir_opinfo[op->opc].flags & IR_PURE)) {
-            k++;
-            continue;
-        }
+        if (!(ir_opinfo[op->opc].flags & IR_PURE)) continue;
         uint32_t h = hash(f, op);
         uint32_t prev = find(t, op, h);
         if (prev == UINT32_MAX) {
             push(t, id, h);
-            k++;
             continue;
         }
-        for (uint32_t r = 0; r < op->nres; r++) ir_replace_all_uses(f, op->res + r, ir_op(f, prev)->res + r);
-        ir_op_erase(f, id);     /* the next op is now at index k */
+        for (uint32_t r = 0; r < op->nres; r++) t->repl[op->res + r] = ir_op(f, prev)->res + r;
+        ir_op(f, id)->dead = 1;
+        erased = true;
         t->changed = true;
     }
+    if (!erased) return;
+    IrBlock *B = ir_blk(f, blk);
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < B->nops; k++)
+        if (!ir_op(f, B->ops[k])->dead) B->ops[n++] = B->ops[k];
+    B->nops = n;
 }
 
 void pass_cse(IrFunc *f, PassCtx *cx)
@@ -156,10 +174,12 @@ void pass_cse(IrFunc *f, PassCtx *cx)
     t.nbuckets = 64;
     while (t.nbuckets < f->nops) t.nbuckets *= 2;
     t.heads = tl_xcalloc(t.nbuckets, sizeof *t.heads);
+    t.repl = tl_xcalloc(f->nvals, sizeof *t.repl);
     walk(&t, f->body);
     pop(&t, 0);
     if (f->grid) walk(&t, f->grid);
     if (t.changed) cx->changed = true;
     free(t.heads);
     free(t.ents);
+    free(t.repl);
 }

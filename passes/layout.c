@@ -239,6 +239,28 @@ static void assign_op(LayoutState *s, IrOp *op)
     }
     case IR_DOT: {
         IrType t = ir_vty(f, r0);
+        /* sm_90a: the wgmma accumulator, which codegen (lower_dot.c) checks
+         * for with the same layout_wgmma_shape before issuing wgmma */
+        WgmmaShape w;
+        if (f->mod && layout_arch_has_wgmma(f->mod->arch) &&
+            layout_wgmma_shape(ir_vty(f, ir_opnd(f, op, 0)), ir_vty(f, ir_opnd(f, op, 1)), s->warps, &w)) {
+            Layout L = layout_wgmma_acc(t, w.wgm, w.wgn, w.instr_n);
+            set(s, r0, &L);
+            /* an operand transposed on the way in (B given as [N, K]) keeps
+             * its source's threads: codegen then renames registers instead of
+             * moving the tile, and stores it K-major for wgmma (users that
+             * wanted the old layout get a conversion in step 4) */
+            for (uint32_t k = 0; k < 2; k++) {
+                uint32_t d = ir_def(f, ir_opnd(f, op, k));
+                if (d == UINT32_MAX || ir_op(f, d)->opc != IR_TRANS) continue;
+                IrOp *tr = ir_op(f, d);
+                const Layout *X = get(s, ir_opnd(f, tr, 0));
+                if (!X) continue;
+                Layout T = layout_transpose(X, tr->attr.shape);
+                set(s, ir_res(tr, 0), &T);
+            }
+            return;
+        }
         int wm = s->warps >= 4 ? s->warps / 2 : s->warps, wn = s->warps / wm;
         if (t.dims[0] % (16 * wm) == 0 && t.dims[1] % (8 * wn) == 0) {
             Layout L = layout_mma_acc(t, wm, wn);
@@ -332,14 +354,35 @@ static void assign_block(LayoutState *s, IrBlk b)
     for (uint32_t i = 0; i < B->nops; i++) assign_op(s, ir_op(s->f, B->ops[i]));
 }
 
-/* Without warps(n): one warp per 256 elements of the largest tile, 1 to 8. */
+/* Whether f has a DOT anywhere (its tiles want the mma layouts' warp counts). */
+static bool has_dot(IrFunc *f)
+{
+    for (uint32_t i = 0; i < f->nops; i++)
+        if (ir_op(f, i)->opc == IR_DOT) return true;
+    return false;
+}
+
+/* Without warps(n): one warp per 256 elements of the largest tile, 1 to 8.
+ * A row (a tile with one dim > 1: a whole softmax or norm row kept in
+ * registers) of more than 8192 elements in a kernel without DOT goes on to 16
+ * warps, so no thread holds more than 32 of its elements: 64 f32 values per
+ * thread left ptxas at 186-255 registers, with spills, and one CTA per SM. */
 static int choose_warps(IrFunc *f)
 {
     int64_t most = 0;
-    for (IrVal v = 1; v < f->nvals; v++)
-        if (is_tile(f, v) && ir_ty_numel(ir_vty(f, v)) > most) most = ir_ty_numel(ir_vty(f, v));
+    int most_dims = 0;
+    for (IrVal v = 1; v < f->nvals; v++) {
+        if (!is_tile(f, v)) continue;
+        IrType t = ir_vty(f, v);
+        int64_t n = ir_ty_numel(t);
+        if (n <= most) continue;
+        most = n;
+        most_dims = 0;
+        for (int d = 0; d < t.rank; d++) most_dims += t.dims[d] > 1;
+    }
     int w = 1;
     while (w < 8 && (int64_t)w * 256 < most) w *= 2;
+    if (w == 8 && most_dims == 1 && most > 8 * 1024 && !has_dot(f)) w = 16;
     return w;
 }
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # main-job.sh [BUILD_DIR]: the main job, on an existing build (scripts/main.sh builds first).
-#   1. compiles every examples/*.tile and stdlib/*.tile to tile IR:
+#   1. compiles every examples/*.tile and stdlib/*.tile to tile IR, an sm_90a cubin and a C
+#      header with the cubin embedded:
 #        tilec FILE --emit=ir -o BUILD_DIR/ir/{examples,stdlib}/NAME.tir
+#        tilec FILE --emit=cubin -o BUILD_DIR/cubin/{examples,stdlib}/NAME.cubin
+#        tilec FILE --emit=header --embed -o BUILD_DIR/include/{examples,stdlib}/NAME.h
 #   2. runs every example in the reference interpreter on random data, once per line of its
 #      sidecar examples/NAME.run:
 #        KERNEL [-D NAME=VALUE]... [--grid X,Y,Z] ARG...
@@ -19,8 +22,11 @@ tilec=$build/tools/tilec
 [ -x "$tilec" ] || { echo "main-job.sh: $tilec not found: build first (scripts/main.sh)" >&2; exit 1; }
 irdir=$build/ir
 logdir=$build/main-job
-rm -rf "$irdir" "$logdir"
-mkdir -p "$irdir/examples" "$irdir/stdlib" "$logdir"
+cubindir=$build/cubin
+incdir=$build/include
+rm -rf "$irdir" "$logdir" "$cubindir" "$incdir"
+mkdir -p "$irdir/examples" "$irdir/stdlib" "$cubindir/examples" "$cubindir/stdlib" "$incdir/examples" \
+  "$incdir/stdlib" "$logdir"
 cd "$root" || exit 1
 
 rows=()        # "file|kernel|ops|status|time"
@@ -52,12 +58,15 @@ for src in examples/*.tile stdlib/*.tile; do
   dir=${src%%/*}; name=$(basename "$src" .tile)
   tir=$irdir/$dir/$name.tir log=$logdir/$dir-$name.ir.log
   t0=$(now)
-  if "$tilec" "$src" --emit=ir -o "$tir" --diagnostics-color=never >"$log" 2>&1; then
+  cubin=$cubindir/$dir/$name.cubin header=$incdir/$dir/$name.h
+  if "$tilec" "$src" --emit=ir -o "$tir" --diagnostics-color=never >"$log" 2>&1 &&
+     "$tilec" "$src" --emit=cubin -o "$cubin" --diagnostics-color=never >>"$log" 2>&1 &&
+     "$tilec" "$src" --emit=header --embed -o "$header" --diagnostics-color=never >>"$log" 2>&1; then
     t=$(elapsed "$t0" "$(now)")
     while read -r sym _; do
       [ -n "$sym" ] || continue
       nir=$((nir + 1))
-      rows+=("$src|$sym|$(ops_of "$tir" "$sym")|ir ok|$t")
+      rows+=("$src|$sym|$(ops_of "$tir" "$sym")|ir+cubin+h ok|$t")
     done < <(kernels_of "$tir")
   else
     rows+=("$src|-|-|FAIL (compile)|$(elapsed "$t0" "$(now)")"); fail "$log"
@@ -137,5 +146,5 @@ for l in "${failed_logs[@]}"; do
   tail -n 30 "$l"
 done
 echo
-echo "main job: $nir kernels compiled to IR ($irdir), $nrun interpreter runs, $nfail failures"
+echo "main job: $nir kernels compiled to IR, sm_90a cubins and headers ($irdir, $cubindir, $incdir), $nrun interpreter runs, $nfail failures"
 [ $nfail -eq 0 ]

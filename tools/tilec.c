@@ -528,6 +528,7 @@ bool driver_codegen(Source *s, IrModule *m, const DriverOpts *o, CgEmit upto, Cg
     if (o->dump_dir && !make_dir(o->dump_dir, d)) return false;
     int errors = d->nerrors;
     double t = now();
+    m->arch = o->arch; /* the layout pass gives DOT the wgmma accumulator on sm_90a */
     bool ok = pass_run_backend(m, &dump, d);
     stage(o, "layout", t);
     if (!ok && d->nerrors == errors) diag_error_noloc(d, "cannot write the IR dumps: %s", strerror(errno));

@@ -273,11 +273,12 @@ static void while_accumulator_adopts_mma(void **state)
     kfree(&k);
 }
 
-/* Without warps(n): one warp per 256 elements of the largest tile, 1 to 8. */
+/* Without warps(n): one warp per 256 elements of the largest tile, 1 to 8;
+ * a row of more than 8192 elements (one dim > 1, no DOT): 16. */
 static void warps_heuristic(void **state)
 {
     (void)state;
-    static const struct { int n, warps; } cases[] = {{64, 1}, {256, 1}, {512, 2}, {1024, 4}, {2048, 8}, {16384, 8}};
+    static const struct { int n, warps; } cases[] = {{64, 1}, {256, 1}, {512, 2}, {1024, 4}, {2048, 8}, {8192, 8}, {16384, 16}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         K k;
         kbegin(&k, 0);
