@@ -168,6 +168,10 @@ bool cg_wgmma_plan(IrType at, IrType bt, const Layout *La, const Layout *Lb, int
     if (!(b_mn && plan_opnd(&p->b, bt, LL_WGMMA_B, 0, false, p->w.instr_n)) &&
         !plan_opnd(&p->b, bt, LL_WGMMA_B, 0, true, p->w.instr_n))
         return false;
+    if (b16 && La) { /* a chained product (attention's P V): A from registers as it is */
+        Layout W = layout_wgmma_a(at, p->w.wgm, p->w.wgn);
+        p->a_regs = layout_eq(&W, La);
+    }
     uint32_t abytes = (uint32_t)ir_ty_numel(at) * (uint32_t)dt_bytes((DType)at.dt);
     uint32_t bbytes = (uint32_t)ir_ty_numel(bt) * (uint32_t)dt_bytes((DType)bt.dt);
     p->a.off = 0;
@@ -273,7 +277,7 @@ static void wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, LLVMValueRef *out
     LLVMValueRef base = LLVMBuildGEP2(cg->b, cg->i8, area, &pad, 1, "");
     LLVMValueRef boff = LLVMConstInt(cg->i32, p->b.off, 0);
     cg_barrier(cg);
-    cg_smem_store_shared(cg, a, &p->a.S, base);
+    if (!p->a_regs) cg_smem_store_shared(cg, a, &p->a.S, base);
     cg_smem_store_shared(cg, b, &p->b.S, LLVMBuildGEP2(cg->b, cg->i8, base, &boff, 1, ""));
     asm_void(cg, "fence.proxy.async.shared::cta;");
     cg_barrier(cg);
@@ -300,7 +304,13 @@ static void wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, LLVMValueRef *out
     StrBuf regs = {0};
     unsigned nb = (unsigned)w->instr_n / 2; /* accumulator registers per instruction */
     for (unsigned i = 0; i < nb; i++) sb_printf(&regs, i ? ",$%u" : "$%u", i);
-    if (f8)
+    if (p->a_regs)
+        snprintf(text, sizeof text,
+                 "{\n.reg .pred p;\nsetp.ne.b32 p, $%u, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {%s}, {$%u,$%u,$%u,$%u}, $%u, p, 1, 1, %d;\n}",
+                 nb + 5, w->instr_n, w->instr_k, wgmma_type(dt), wgmma_type(dt), regs.s, nb, nb + 1, nb + 2, nb + 3,
+                 nb + 4, p->b.k_major ? 0 : 1);
+    else if (f8)
         snprintf(text, sizeof text,
                  "{\n.reg .pred p;\nsetp.ne.b32 p, $%u, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {%s}, $%u, $%u, p, 1, 1;\n}",
@@ -315,6 +325,12 @@ static void wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, LLVMValueRef *out
     sb_free(&regs);
 
     int nbm = p->M / (64 * w->wgm), nbn = p->N / (w->instr_n * w->wgn), nks = p->K / w->instr_k;
+    LLVMValueRef *ra = NULL;
+    if (p->a_regs) {
+        const Layout *La = cg_layout(cg, a);
+        ra = ARENA_ARRAY(cg->scratch, LLVMValueRef, layout_nregs(La));
+        for (uint32_t r = 0; r < layout_nregs(La); r++) ra[r] = cg_reg(cg, a, r);
+    }
     /* the fence takes the accumulators too, so that every write to them
      * (phi copies included) is ordered before it, none between it and wgmma */
     asm_tied(cg, "wgmma.fence.sync.aligned;", NULL, "", 0, out, nacc);
@@ -329,6 +345,16 @@ static void wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, LLVMValueRef *out
                     LLVMBuildXor(cg->b, rta, LLVMConstInt(cg->i32, ca + p->a.off, 0), ""), "");
                 LLVMValueRef sb = LLVMBuildAdd(cg->b, base32, LLVMConstInt(cg->i32, p->b.off, 0), "");
                 sb = LLVMBuildAdd(cg->b, sb, LLVMBuildXor(cg->b, rtb, LLVMConstInt(cg->i32, cb, 0), ""), "");
+                if (p->a_regs) {
+                    LLVMValueRef in[6];
+                    uint32_t r0 = 8u * (uint32_t)(ks + nks * jm);
+                    for (unsigned j = 0; j < 4; j++) in[j] = pack2(cg, ra[r0 + 2 * j], ra[r0 + 2 * j + 1]);
+                    LLVMValueRef fb = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, sb, LLVMConstInt(cg->i32, 4, 0), ""), mask14, "");
+                    in[4] = LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, fb, cg->i64, ""), LLVMConstInt(cg->i64, hib, 0), "desc.b");
+                    in[5] = LLVMConstInt(cg->i32, 1, 0);
+                    asm_tied(cg, text, in, "rrrrlr", 6, &out[nb * (unsigned)(jm * nbn + jn)], nb);
+                    continue;
+                }
                 LLVMValueRef in[3];
                 LLVMValueRef fa = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, sa, LLVMConstInt(cg->i32, 4, 0), ""), mask14, "");
                 LLVMValueRef fb = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, sb, LLVMConstInt(cg->i32, 4, 0), ""), mask14, "");

@@ -110,6 +110,9 @@ typedef struct CgWgmmaPlan {
     int M, N, K;
     CgWgmmaOpnd a, b;
     uint32_t bytes;      /* both buffers, from the aligned base */
+    bool a_regs;         /* A is already in layout_wgmma_a (16-bit): wgmma reads it from
+                          * registers, 4 per k16 step (register i + 8 (ks + K/16 jm) of
+                          * 64-row block jm), and A's buffer goes unused */
 } CgWgmmaPlan;
 /* La, Lb: the operands' register layouts, which pick K- or MN-major (NULL:
  * K-major).  False where layout_wgmma_shape refuses the operand types. */

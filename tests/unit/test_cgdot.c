@@ -13,7 +13,7 @@
  * 3. The layout pass gives DOT results, and the loop-carried accumulator, the
  *    wgmma accumulator layout when the module targets sm_90a, the mma.sync one
  *    otherwise; a transposed operand keeps its source's threads.
- * 4. stdlib gemm, gemm_nt and fp8 gemm to PTX and an sm_90a cubin (nvJitLink):
+ * 4. stdlib gemm, gemm_nt, fp8 gemm and attention (P V with A from registers) to PTX and an sm_90a cubin (nvJitLink):
  *    wgmma.mma_async, wgmma.fence, commit_group, wait_group and
  *    fence.proxy.async appear and mma.sync does not; for sm_80 the reverse.
  */
@@ -83,6 +83,10 @@ static uint64_t desc_as_codegen(const CgWgmmaPlan *p, WgmmaOperand op, uint32_t 
         if (g >> i & 1) rt ^= layout_wgmma_start(&o->S, op, unit << i, 0);
     uint32_t start = o->off + (rt ^ layout_wgmma_start(&o->S, op, mn_blk, k0));
     LayoutSwizzle sw = o->S.swizzle < 0 ? LL_SWZ_NONE : (LayoutSwizzle)o->S.swizzle;
+    /* the start sits in the first 128-byte row of a swizzle repeat, so the
+     * pattern's phase is the same whether the hardware takes it from the
+     * absolute address or from the start: base offset 0 is right either way */
+    if (sw != LL_SWZ_NONE) assert_true((start & (layout_swizzle_align(sw) - 1)) < 128);
     uint64_t d = layout_wgmma_desc(base + start, sw, o->lbo, o->sbo);
     /* the same as the plan's own descriptor of the combined origin */
     assert_true(d == cg_wgmma_desc(p, op, base, g * unit + mn_blk, k0));
@@ -95,14 +99,19 @@ typedef struct DotCase {
     bool b_trans;          /* B transposed from a loaded [N, K] tile */
     int wgm, wgn, instr_n; /* expected */
     bool a_kmajor, b_kmajor;
+    bool a_trans;          /* A transposed from a loaded [K, M] tile */
 } DotCase;
 
 static void check_case(const DotCase *c)
 {
     IrType at = tile2(c->dt, c->M, c->K), bt = tile2(c->dt, c->K, c->N), ct = tile2(DT_F32, c->M, c->N);
+    static const int32_t perm[2] = {1, 0};
     Layout La = layout_default(at, c->warps), Lb;
+    if (c->a_trans) {
+        Layout X = layout_default(tile2(c->dt, c->K, c->M), c->warps);
+        La = layout_transpose(&X, perm);
+    }
     if (c->b_trans) {
-        static const int32_t perm[2] = {1, 0};
         Layout X = layout_default(tile2(c->dt, c->N, c->K), c->warps);
         Lb = layout_transpose(&X, perm);
     } else {
@@ -187,15 +196,54 @@ static void plan_matches_descriptors(void **state)
     (void)state;
     static const DotCase cases[] = {
         /* stdlib gemm defaults: 8 warps, warpgroups along M, B N-major (imm-trans-b) */
-        {DT_BF16, 128, 128, 64, 8, false, 2, 1, 128, true, false},
-        {DT_BF16, 128, 128, 64, 8, true, 2, 1, 128, true, true},  /* gemm_nt: B K-major */
-        {DT_F16, 64, 64, 32, 8, false, 1, 2, 32, true, false},    /* BM=64: warpgroups along N */
-        {DT_F16, 64, 64, 32, 4, true, 1, 1, 64, true, true},
-        {DT_BF16, 256, 128, 64, 8, false, 2, 1, 128, true, false}, /* two 64-row blocks per warpgroup */
-        {DT_BF16, 64, 512, 64, 4, false, 1, 1, 256, true, false},  /* two n256 blocks */
-        {DT_F8E4M3, 128, 128, 128, 8, true, 2, 1, 128, true, true}, /* fp8: k32, K-major only */
+        {DT_BF16, 128, 128, 64, 8, false, 2, 1, 128, true, false, false},
+        {DT_BF16, 128, 128, 64, 8, true, 2, 1, 128, true, true, false},  /* gemm_nt: B K-major */
+        {DT_F16, 64, 64, 32, 8, false, 1, 2, 32, true, false, false},    /* BM=64: warpgroups along N */
+        {DT_F16, 64, 64, 32, 4, true, 1, 1, 64, true, true, false},
+        {DT_BF16, 256, 128, 64, 8, false, 2, 1, 128, true, false, false}, /* two 64-row blocks per warpgroup */
+        {DT_BF16, 64, 512, 64, 4, false, 1, 1, 256, true, false, false},  /* two n256 blocks */
+        {DT_F8E4M3, 128, 128, 128, 8, true, 2, 1, 128, true, true, false}, /* fp8: k32, K-major only */
+        /* A given as [K, M]: stored M-major (imm-trans-a) */
+        {DT_BF16, 128, 128, 64, 8, false, 2, 1, 128, false, false, true},
+        {DT_F16, 128, 64, 32, 4, true, 1, 1, 64, false, true, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i]);
+}
+
+/* A already in layout_wgmma_a (attention's P after the cast): wgmma takes it
+ * from registers; register i + 8 (ks + nks jm) of thread t is fragment
+ * register a_(i/2) (half i%2) of 64-row block jm, k step ks: rows
+ * 16 (t/32) + (t%32)/4 (+8 for a1, a3), columns 2 (t%4) + i%2 (+8 for a2, a3). */
+static void register_a_fragment(void **state)
+{
+    (void)state;
+    static const struct { int M, N, K, warps; } cs[] = {{128, 128, 64, 8}, {64, 64, 64, 4}, {256, 64, 32, 8}};
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        IrType at = tile2(DT_BF16, cs[c].M, cs[c].K), bt = tile2(DT_BF16, cs[c].K, cs[c].N);
+        WgmmaShape w;
+        assert_true(layout_wgmma_shape(at, bt, cs[c].warps, &w));
+        Layout La = layout_wgmma_a(at, w.wgm, w.wgn), Lb = layout_default(bt, cs[c].warps);
+        CgWgmmaPlan p;
+        assert_true(cg_wgmma_plan(at, bt, &La, &Lb, cs[c].warps, &p));
+        assert_true(p.a_regs);
+        int nks = cs[c].K / 16, nbm = cs[c].M / (64 * w.wgm);
+        assert_int_equal(layout_nregs(&La), (uint32_t)(8 * nks * nbm));
+        for (int wp = 0; wp < cs[c].warps; wp++)
+            for (int l = 0; l < 32; l++)
+                for (int jm = 0; jm < nbm; jm++)
+                    for (int ks = 0; ks < nks; ks++)
+                        for (int i = 0; i < 8; i++) {
+                            int gm = (wp / 4) / w.wgn, j = i / 2;
+                            int row = gm * 64 + jm * 64 * w.wgm + 16 * (wp % 4) + l / 4 + 8 * (j & 1);
+                            int col = ks * 16 + 2 * (l % 4) + (i % 2) + 8 * (j >> 1);
+                            uint32_t e = layout_apply(&La, (uint32_t)(i + 8 * (ks + nks * jm)), (uint32_t)l, (uint32_t)wp);
+                            assert_int_equal(e, flat2(row, col, lg(cs[c].K)));
+                        }
+        /* the default (blocked) layout does not qualify */
+        Layout Ld = layout_default(at, cs[c].warps);
+        assert_true(cg_wgmma_plan(at, bt, &Ld, &Lb, cs[c].warps, &p));
+        assert_false(p.a_regs);
+    }
 }
 
 static void shape_refusals(void **state)
@@ -317,6 +365,7 @@ static void stdlib_gemm_ptx(void **state)
         {"stdlib/gemm.tile", "gemm", {{"T", "f16"}, {"BM", "64"}, {"BN", "64"}, {"BK", "32"}}, 4,
          "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16", 2},
         {"stdlib/fp8_gemm.tile", NULL, {{0}}, 0, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", -1},
+        {"stdlib/attention.tile", NULL, {{0}}, 0, "wgmma.mma_async.sync.aligned.m64n", -1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const GemmCase *c = &cases[i];
@@ -337,6 +386,8 @@ static void stdlib_gemm_ptx(void **state)
             assert_true(count(ptx, "st.shared.v4.b32") >= 2);
             assert_int_equal(count(ptx, "st.shared.u16") + count(ptx, "st.shared.b16"), 0);
         }
+        if (strstr(c->file, "attention")) /* P V takes P from registers: {acc}, {a0, a1, a2, a3}, desc-b */
+            assert_true(count(ptx, "}, {%r") >= 4);
         cg_result_free(&r);
         ir_module_free(m);
     }
@@ -369,6 +420,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(plan_matches_descriptors),
+        cmocka_unit_test(register_a_fragment),
         cmocka_unit_test(shape_refusals),
         cmocka_unit_test(layout_pass_picks_wgmma),
         cmocka_unit_test(stdlib_gemm_ptx),
