@@ -27,13 +27,26 @@ typedef LLVMValueRef (*SrcIndexFn)(Cg *cg, const Layout *to, LLVMValueRef toff, 
 
 static LLVMTypeRef store_type(Cg *cg, LLVMTypeRef t) { return t == cg->i1 ? cg->i8 : t; }
 
-/* Replicated input bits of L: the mask of bits of `in` whose basis is zero. */
-static uint32_t replicated(const Layout *L, LayoutIn in)
+LLVMValueRef cg_owner_pred(Cg *cg, const Layout *L)
 {
-    uint32_t m = 0;
-    for (int i = 0; i < L->nbits[in]; i++)
-        if (!L->basis[in][i]) m |= 1u << i;
-    return m;
+    uint32_t rl = layout_replicated(L, LL_LANE), rw = layout_replicated(L, LL_WARP);
+    if (!rl && !rw) return NULL;
+    LLVMValueRef zero = LLVMConstInt(cg->i32, 0, 0);
+    LLVMValueRef a = LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, cg->lane, LLVMConstInt(cg->i32, rl, 0), ""), zero, "");
+    LLVMValueRef b = LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, cg->warp, LLVMConstInt(cg->i32, rw, 0), ""), zero, "");
+    return LLVMBuildAnd(cg->b, a, b, "owner");
+}
+
+/* Branches to a new block that only unique owners of L's elements enter;
+ * returns the block where both paths meet (the caller branches there). */
+static LLVMBasicBlockRef enter_owners(Cg *cg, const Layout *L, const char *name)
+{
+    LLVMValueRef owner = cg_owner_pred(cg, L);
+    LLVMBasicBlockRef st_bb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, name);
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "owners.done");
+    LLVMBuildCondBr(cg->b, owner ? owner : LLVMConstInt(cg->i1, 1, 0), st_bb, done);
+    LLVMPositionBuilderAtEnd(cg->b, st_bb);
+    return done;
 }
 
 void cg_smem_store_unique(Cg *cg, IrVal x, LLVMValueRef base, LLVMTypeRef st, uint32_t elem_off, bool to_f32)
@@ -41,17 +54,9 @@ void cg_smem_store_unique(Cg *cg, IrVal x, LLVMValueRef base, LLVMTypeRef st, ui
     IrType xt = ir_vty(cg->f, x);
     const Layout *Lx = cg_layout(cg, x);
     LLVMTypeRef et = cg_elem_type(cg, xt);
-    uint32_t rep_lane = replicated(Lx, LL_LANE), rep_warp = replicated(Lx, LL_WARP), rep_reg = replicated(Lx, LL_REG);
-    LLVMValueRef zero = LLVMConstInt(cg->i32, 0, 0);
-    LLVMValueRef owner = LLVMBuildAnd(cg->b,
-        LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, cg->lane, LLVMConstInt(cg->i32, rep_lane, 0), ""), zero, ""),
-        LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, cg->warp, LLVMConstInt(cg->i32, rep_warp, 0), ""), zero, ""),
-        "owner");
-    LLVMBasicBlockRef st_bb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "smem.store");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "smem.stored");
+    uint32_t rep_reg = layout_replicated(Lx, LL_REG);
     LLVMValueRef xoff = cg_thread_offset(cg, Lx);
-    LLVMBuildCondBr(cg->b, owner, st_bb, done);
-    LLVMPositionBuilderAtEnd(cg->b, st_bb);
+    LLVMBasicBlockRef done = enter_owners(cg, Lx, "smem.store");
     for (uint32_t r = 0; r < layout_nregs(Lx); r++) {
         if (r & rep_reg) continue;
         LLVMValueRef flat = LLVMBuildXor(cg->b, xoff, LLVMConstInt(cg->i32, layout_apply(Lx, r, 0, 0), 0), "");
@@ -74,17 +79,9 @@ void cg_smem_store_shared(Cg *cg, IrVal x, const SharedLayout *S, LLVMValueRef b
     TL_ASSERT(Lx && !xt.isptr && et != cg->i1, "codegen");
     Layout C = layout_shared_compose(Lx, S);
     uint32_t vec = (uint32_t)layout_shared_max_vec(Lx, S), eb = S->ebytes;
-    uint32_t rep_lane = replicated(Lx, LL_LANE), rep_warp = replicated(Lx, LL_WARP), rep_reg = replicated(Lx, LL_REG);
-    LLVMValueRef zero = LLVMConstInt(cg->i32, 0, 0);
-    LLVMValueRef owner = LLVMBuildAnd(cg->b,
-        LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, cg->lane, LLVMConstInt(cg->i32, rep_lane, 0), ""), zero, ""),
-        LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, cg->warp, LLVMConstInt(cg->i32, rep_warp, 0), ""), zero, ""),
-        "owner");
-    LLVMBasicBlockRef st_bb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "smem.vstore");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "smem.vstored");
+    uint32_t rep_reg = layout_replicated(Lx, LL_REG);
     LLVMValueRef toff = cg_thread_offset(cg, &C); /* offset bits of this lane and warp */
-    LLVMBuildCondBr(cg->b, owner, st_bb, done);
-    LLVMPositionBuilderAtEnd(cg->b, st_bb);
+    LLVMBasicBlockRef done = enter_owners(cg, Lx, "smem.vstore");
     LLVMTypeRef vt = vec > 1 ? LLVMVectorType(et, vec) : et;
     for (uint32_t r = 0; r < layout_nregs(Lx); r += vec) {
         if (r & rep_reg) continue; /* a replicated copy (never inside a vector: max_vec stops there) */

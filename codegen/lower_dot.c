@@ -27,6 +27,9 @@
  *      (tied operands); commit_group; wait_group 0, which takes every
  *      accumulator register as a tied operand so that no use moves above it;
  *   4. barrier: the area is free again.
+ * A 16-bit A already in layout_wgmma_a (a product chained onto an
+ * accumulator, as attention's P V: the accumulator layout is that layout)
+ * is not stored: wgmma reads it from registers, four .b32 per k16 step.
  */
 #include "lower_int.h"
 

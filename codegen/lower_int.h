@@ -82,11 +82,17 @@ void cg_convert_layout(Cg *cg, IrVal v, const Layout *to, LLVMValueRef *out);
  * outside `keep` are broadcast (keep all-ones: the same element order). */
 void cg_convert_layout_bcast(Cg *cg, IrVal x, const Layout *to, uint32_t keep, LLVMValueRef *out);
 void cg_transpose(Cg *cg, IrVal x, const int32_t *perm, const Layout *to, LLVMValueRef *out);
+/* i1: this thread uniquely owns its registers' elements of layout L (no
+ * replicated lane or warp bit set), or NULL when every thread does. */
+LLVMValueRef cg_owner_pred(Cg *cg, const Layout *L);
 /* Stores each element of tile x this thread uniquely owns (replicated copies
  * skipped, so no two threads write one address) at base[elem_off + flat index]
  * as type st; to_f32 widens the value first.  No barrier. */
 void cg_smem_store_unique(Cg *cg, IrVal x, LLVMValueRef base, LLVMTypeRef st, uint32_t elem_off, bool to_f32);
 LLVMValueRef cg_cast(Cg *cg, LLVMValueRef x, DType from, bool from_ptr, DType to, bool to_ptr);
+/* i1: this thread uniquely owns its registers' elements of layout L (no
+ * replicated lane or warp bit set), or NULL when every thread does. */
+LLVMValueRef cg_owner_pred(Cg *cg, const Layout *L);
 /* Stores each element of tile x this thread uniquely owns into a buffer laid
  * out by S (element e at byte base + layout_shared_offset(S, e) * ebytes),
  * layout_shared_max_vec(L, S) elements per st.shared (16 bytes where the

@@ -76,24 +76,6 @@ static LLVMValueRef *regs_in(Cg *cg, IrVal v, const Layout *L, uint32_t n)
     return out;
 }
 
-/* Input bits of L whose basis is zero (they replicate). */
-static uint32_t replicated(const Layout *L, LayoutIn in)
-{
-    uint32_t m = 0;
-    for (int i = 0; i < L->nbits[in]; i++)
-        if (!L->basis[in][i]) m |= 1u << i;
-    return m;
-}
-
-/* i1: this thread is the unique owner of its registers' elements (NULL: every thread is). */
-static LLVMValueRef owner_pred(Cg *cg, const Layout *L)
-{
-    uint32_t rl = replicated(L, LL_LANE), rw = replicated(L, LL_WARP);
-    if (!rl && !rw) return NULL;
-    LLVMValueRef a = LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, cg->lane, k32(cg, rl), ""), k32(cg, 0), "");
-    LLVMValueRef b = LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, cg->warp, k32(cg, rw), ""), k32(cg, 0), "");
-    return LLVMBuildAnd(cg->b, a, b, "owner");
-}
 
 static LLVMValueRef and_opt(Cg *cg, LLVMValueRef a, LLVMValueRef b)
 {
@@ -545,8 +527,8 @@ static void own_stores(Cg *cg, const Layout *L, Access *A)
         A->mask = m;
         return;
     }
-    A->skip = replicated(L, LL_REG);
-    LLVMValueRef own = owner_pred(cg, L);
+    A->skip = layout_replicated(L, LL_REG);
+    LLVMValueRef own = cg_owner_pred(cg, L);
     if (!own) return;
     LLVMValueRef *m = ARENA_ARRAY(cg->scratch, LLVMValueRef, A->n);
     for (uint32_t r = 0; r < A->n; r++) m[r] = and_opt(cg, A->mask ? A->mask[r] : NULL, own);
@@ -829,10 +811,10 @@ static LLVMValueRef atomic_one(Cg *cg, IrOpcode opc, DType dt, LLVMValueRef p, L
  * registers copy in-thread, replicated lanes/warps read it back from shared memory. */
 static void share_old(Cg *cg, const Layout *L, DType dt, LLVMValueRef *out)
 {
-    uint32_t n = layout_nregs(L), rr = replicated(L, LL_REG);
+    uint32_t n = layout_nregs(L), rr = layout_replicated(L, LL_REG);
     for (uint32_t r = 0; r < n; r++)
         if (r & rr) out[r] = out[r & ~rr];
-    LLVMValueRef own = owner_pred(cg, L);
+    LLVMValueRef own = cg_owner_pred(cg, L);
     if (!own) return;
     LLVMTypeRef st = store_type(cg, dt);
     uint32_t bytes = (1u << layout_total_bits(L)) * (uint32_t)dt_bytes(dt);

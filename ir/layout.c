@@ -112,6 +112,14 @@ uint32_t layout_apply(const Layout *L, uint32_t r, uint32_t l, uint32_t w)
     return x;
 }
 
+uint32_t layout_replicated(const Layout *L, LayoutIn in)
+{
+    uint32_t m = 0;
+    for (int i = 0; i < L->nbits[in]; i++)
+        if (!L->basis[in][i]) m |= 1u << i;
+    return m;
+}
+
 bool layout_eq(const Layout *a, const Layout *b)
 {
     if (a->rank != b->rank || memcmp(a->dimbits, b->dimbits, sizeof a->dimbits)) return false;

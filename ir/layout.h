@@ -49,6 +49,9 @@ Layout layout_default(IrType t, int warps);
 uint32_t layout_apply(const Layout *L, uint32_t r, uint32_t l, uint32_t w);
 static inline uint32_t layout_nregs(const Layout *L) { return 1u << L->nbits[LL_REG]; }
 bool layout_eq(const Layout *a, const Layout *b);
+/* The bits of input `in` whose basis is zero: they replicate (two indices
+ * differing only there hold the same element). */
+uint32_t layout_replicated(const Layout *L, LayoutIn in);
 bool layout_is_surjective(const Layout *L);
 
 /* The layout after removing dim `axis` (a reduction): the axis' bits are
