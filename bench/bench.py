@@ -139,10 +139,10 @@ class Bench:
         self.rows = []
         self.failures = 0
 
-    def compile(self, src, kernel, defines):
-        name = kernel + "".join("_%s%s" % kv for kv in sorted(defines.items()))
+    def compile(self, src, kernel, defines, flags=()):
+        name = kernel + "".join("_%s%s" % kv for kv in sorted(defines.items())) + "".join(f.strip("-") for f in flags)
         out = os.path.join(self.tmp, name + ".cubin")
-        cmd = [self.args.tilec, src, "--kernel", kernel, "--emit=cubin", "-o", out]
+        cmd = [self.args.tilec, src, "--kernel", kernel, "--emit=cubin", "-o", out] + list(flags)
         for k, v in defines.items():
             cmd += ["-D", "%s=%s" % (k, v)]
         subprocess.run(cmd, check=True)
@@ -202,31 +202,33 @@ def bench_copy(b):
                    1.0, "ok"))
 
 
-def bench_softmax(b, root):
+def bench_softmax(b, root, flags=()):
+    label = "softmax" + "".join(" " + f for f in flags)
     for dtype, tname in [(torch.float32, "f32"), (torch.bfloat16, "bf16")]:
         for cols in [1024, 2048, 4096, 8192, 16384]:
-            k = b.compile(os.path.join(root, "stdlib/softmax.tile"), "softmax", {"T": tname, "BLOCK": cols})
+            k = b.compile(os.path.join(root, "stdlib/softmax.tile"), "softmax", {"T": tname, "BLOCK": cols}, flags)
             x = rand([4096, cols], dtype)
             y = torch.full_like(x, float("nan"))
             args = [tensor_arg(x), tensor_arg(y)]
             b.launch(k, args)
             ref = torch.softmax(x.float(), dim=1).to(dtype)
             ok = close(y, ref, 1e-2 if dtype == torch.bfloat16 else 1e-5, 1e-6)
-            b.record("softmax", "4096x%d" % cols, tname, lambda: b.launch(k, args),
+            b.record(label, "4096x%d" % cols, tname, lambda: b.launch(k, args),
                      lambda: torch.softmax(x, dim=1), 2 * x.numel() * x.element_size(), "TB/s", ok)
 
 
-def bench_rmsnorm(b, root):
+def bench_rmsnorm(b, root, flags=()):
+    label = "rmsnorm" + "".join(" " + f for f in flags)
     for dtype, tname in [(torch.float32, "f32"), (torch.bfloat16, "bf16")]:
         for cols in [1024, 2048, 4096, 8192, 16384]:
-            k = b.compile(os.path.join(root, "stdlib/norms.tile"), "rmsnorm", {"T": tname, "BLOCK": cols})
+            k = b.compile(os.path.join(root, "stdlib/norms.tile"), "rmsnorm", {"T": tname, "BLOCK": cols}, flags)
             x, w = rand([4096, cols], dtype), rand([cols], dtype)
             y = torch.full_like(x, float("nan"))
             args = [tensor_arg(x), ptr_arg(w), tensor_arg(y), float_arg(1e-6)]
             b.launch(k, args)
             ref = torch.nn.functional.rms_norm(x.float(), [cols], w.float(), 1e-6).to(dtype)
             ok = close(y, ref, 2e-2 if dtype == torch.bfloat16 else 1e-4, 1e-4)
-            b.record("rmsnorm", "4096x%d" % cols, tname, lambda: b.launch(k, args),
+            b.record(label, "4096x%d" % cols, tname, lambda: b.launch(k, args),
                      lambda: torch.nn.functional.rms_norm(x, [cols], w, 1e-6),
                      2 * x.numel() * x.element_size(), "TB/s", ok)
 
@@ -249,7 +251,7 @@ def main():
     p.add_argument("--tilec", required=True)
     p.add_argument("--lib", required=True, help="libtilert.so")
     p.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    p.add_argument("--only", default="copy,vadd,softmax,rmsnorm,gemm")
+    p.add_argument("--only", default="copy,vadd,softmax,softmax-fast,rmsnorm,rmsnorm-fast,gemm")
     p.add_argument("--runs", type=int, default=50)
     p.add_argument("--warmup", type=int, default=5)
     args = p.parse_args()
@@ -258,6 +260,8 @@ def main():
     print("device:", torch.cuda.get_device_name(), "torch", torch.__version__)
     benches = {"copy": lambda: bench_copy(b), "vadd": lambda: bench_vadd(b, args.root),
                "softmax": lambda: bench_softmax(b, args.root), "rmsnorm": lambda: bench_rmsnorm(b, args.root),
+               "softmax-fast": lambda: bench_softmax(b, args.root, ("--fast-math",)),
+               "rmsnorm-fast": lambda: bench_rmsnorm(b, args.root, ("--fast-math",)),
                "gemm": lambda: bench_gemm(b, args.root)}
     for name in args.only.split(","):
         try:

@@ -18,6 +18,7 @@ typedef struct CgTarget {
     bool lineinfo;      /* .loc and -lineinfo: on by default */
     bool verbose;       /* -v: registers, shared memory, spills per kernel */
     bool debug;         /* -g: keep assert() in the kernels (dropped otherwise) */
+    bool fast_math;     /* --fast-math: approximate math and f32 division (see lower_math.c) */
 } CgTarget;
 
 /* Is `arch` one tilec targets?  Also gives the PTX ISA version it needs. */

@@ -237,6 +237,10 @@ static LLVMValueRef ew_binary(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
     case IR_MUL: return fl ? LLVMBuildFMul(b, a, c, "") : LLVMBuildMul(b, a, c, "");
     case IR_DIV:
     case IR_REM: {
+        if (fl && op->opc == IR_DIV && dt == DT_F32 && cg->target->fast_math) { /* 2 ulp, ftz */
+            LLVMValueRef args[2] = {a, c};
+            return cg_inline_asm(cg, cg->f32, "div.full.ftz.f32 $0, $1, $2;", "=f,f,f", args, 2, false);
+        }
         if (fl) return op->opc == IR_DIV ? LLVMBuildFDiv(b, a, c, "") : LLVMBuildFRem(b, a, c, "");
         /* x/0 and MIN/-1 are undefined in LLVM; the language wraps MIN/-1 and
          * leaves x/0 to the interpreter's check: divide by 1 instead. */

@@ -310,8 +310,48 @@ static LLVMValueRef m_erf(M *m, LLVMValueRef x, double split, int ns, int nc)
     return sel(m, isnan_(m, x), x, r);
 }
 
+/* --fast-math (f32, and f16/bf16 through f32): the MUFU approximations.
+ * Bounds (PTX ISA, plus the rounding of the scaled argument):
+ *   exp    ex2.approx.ftz(x * log2e)      2 ulp + |x| * 2^-24 relative (x <= 0 in softmax: <= 2 ulp + 1e-6 |x|)
+ *   exp2   ex2.approx.ftz                 2 ulp
+ *   log    lg2.approx.ftz * ln2           2^-22 absolute near 1, 3 ulp elsewhere
+ *   log2   lg2.approx.ftz                 same
+ *   rsqrt  rsqrt.approx.ftz               2 ulp
+ *   sigmoid  rcp.approx(1 + ex2(-x log2e))  4 ulp
+ *   tanh   tanh.approx.f32                2^-10.7 relative
+ * Subnormal inputs and results flush to zero (ftz).  erf, sqrt, fabs, floor,
+ * ceil and everything in f64 stay exact or accurate. */
+static LLVMValueRef approx(Cg *cg, const char *insn, LLVMValueRef x)
+{
+    char text[64];
+    snprintf(text, sizeof text, "%s $0, $1;", insn);
+    return cg_inline_asm(cg, cg->f32, text, "=f,f", &x, 1, false);
+}
+
+static LLVMValueRef fast_math(Cg *cg, const char *fn, LLVMValueRef x)
+{
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef log2e = LLVMConstReal(cg->f32, 1.4426950408889634), ln2 = LLVMConstReal(cg->f32, 0.6931471805599453);
+    if (!strcmp(fn, "exp")) return approx(cg, "ex2.approx.ftz.f32", LLVMBuildFMul(b, x, log2e, ""));
+    if (!strcmp(fn, "exp2")) return approx(cg, "ex2.approx.ftz.f32", x);
+    if (!strcmp(fn, "log")) return LLVMBuildFMul(b, approx(cg, "lg2.approx.ftz.f32", x), ln2, "");
+    if (!strcmp(fn, "log2")) return approx(cg, "lg2.approx.ftz.f32", x);
+    if (!strcmp(fn, "rsqrt")) return approx(cg, "rsqrt.approx.ftz.f32", x);
+    if (!strcmp(fn, "tanh")) return approx(cg, "tanh.approx.f32", x);
+    if (!strcmp(fn, "sigmoid")) {
+        LLVMValueRef t = approx(cg, "ex2.approx.ftz.f32", LLVMBuildFMul(b, LLVMBuildFNeg(b, x, ""), log2e, ""));
+        return approx(cg, "rcp.approx.ftz.f32", LLVMBuildFAdd(b, LLVMConstReal(cg->f32, 1.0), t, ""));
+    }
+    return NULL; /* no approximation: the accurate sequence */
+}
+
 LLVMValueRef cg_math_unary(Cg *cg, const char *fn, DType dt, LLVMValueRef x)
 {
+    if (cg->target->fast_math && dt != DT_F64) {
+        bool nar = dt == DT_F16 || dt == DT_BF16;
+        LLVMValueRef y = fast_math(cg, fn, nar ? LLVMBuildFPExt(cg->b, x, cg->f32, "") : x);
+        if (y) return nar ? LLVMBuildFPTrunc(cg->b, y, cg_dtype(cg, dt), "") : y;
+    }
     bool narrow = dt == DT_F16 || dt == DT_BF16;
     TL_ASSERT(narrow || dt == DT_F32 || dt == DT_F64, "codegen");
     M m = {cg, dt == DT_F64 ? cg->f64 : cg->f32, dt == DT_F64 ? cg->i64 : cg->i32, dt == DT_F64 ? "f64" : "f32",

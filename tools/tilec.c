@@ -79,6 +79,8 @@ static const char usage_text[] =
     "  -lineinfo, --lineinfo    line information (.loc) naming .tile lines, for ncu and\n"
     "                           compute-sanitizer (default: on)\n"
     "  --no-lineinfo            leave line information out\n"
+    "  --fast-math              exp, exp2, log, log2, rsqrt, sigmoid, tanh and f32 division through\n"
+    "                           the GPU's approximate instructions (bounds in lang/REFERENCE.md)\n"
     "  --kernel NAME            compile only kernel NAME (in a .tir also a specialization symbol)\n"
     "  -D NAME=VALUE            set a compile-time parameter (-D BLOCK=256, -DT=f16); repeatable\n"
     "  --pass=NAME[,NAME...]    run these IR passes in this order instead of the default pipeline\n"
@@ -234,6 +236,7 @@ int driver_common_opt(DriverOpts *o, int c, const char *arg)
         return 1;
     case OPT_LINEINFO: o->lineinfo = true; return 1;
     case OPT_NO_LINEINFO: o->lineinfo = false; return 1;
+    case OPT_FAST_MATH: o->fast_math = true; return 1;
     case OPT_KERNEL: o->kernel = arg; return 1;
     case OPT_PASS: return add_pass_names(o->cmd, &o->passes, &o->npasses, &o->passcap, arg, "--pass", false);
     case OPT_DUMP_AFTER:
@@ -284,6 +287,7 @@ CgTarget driver_target(const DriverOpts *o)
     t.lineinfo = o->lineinfo;
     t.verbose = o->verbose;
     t.debug = o->debug;
+    t.fast_math = o->fast_math;
     return t;
 }
 
