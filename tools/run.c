@@ -73,6 +73,7 @@ static const char run_usage_text[] =
     "                           (--device) the arch to compile for (default: the GPU's)\n"
     "  -g                       (--device) check assert(...) on the GPU too\n"
     "  --no-lineinfo            (--device) no line information in the cubin\n"
+    "  --fast-math              (--device) approximate math and f32 division on the GPU\n"
     "  --dump-after=NAME|all    print the IR after pass NAME (or every pass) to stderr\n"
     "  --ir-dump-dir=DIR        write those dumps to files in DIR instead\n"
     "  --diagnostics-color=auto|always|never\n"
@@ -102,7 +103,8 @@ static const char bench_usage_text[] =
     "  --grid X[,Y[,Z]]         the launch grid (default: the kernel's grid(...) clause)\n"
     "  --seed N                 the seed of the random arguments (default 1)\n"
     "  -D NAME=VALUE            set a compile-time parameter; repeatable\n"
-    "  -O0..-O3, --arch=ARCH, -g, --no-lineinfo, --pass=..., --dump-after=..., --ir-dump-dir=...\n"
+    "  -O0..-O3, --arch=ARCH, -g, --no-lineinfo, --fast-math, --pass=..., --dump-after=...,\n"
+    "  --ir-dump-dir=...\n"
     "                           as for tilec run\n"
     "  -v                       also print ptxas's report for the kernel (registers, spills)\n"
     "  -h, --help               print this help\n";
