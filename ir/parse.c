@@ -886,6 +886,21 @@ static void define_results(Parser *p, const Tok *name, uint32_t id)
 }
 
 /* for carg '=' lb 'to' ub 'step' st ['iter' '(' carg '=' VALUE, ... ')'] [attrs] [':' types] [loc] region */
+/* carg '=' VALUE (',' carg '=' VALUE)*: region arguments with their initial
+ * values, pushed as items; returns how many. */
+static uint32_t parse_carg_inits(Parser *p)
+{
+    uint32_t n = 0;
+    do {
+        uint32_t it = push(p);
+        parse_carg(p, it);
+        expect(p, '=');
+        p->items[it].v = use(p);
+        n++;
+    } while (accept(p, ','));
+    return n;
+}
+
 static uint32_t parse_for(Parser *p, IrBlk blk, uint32_t nres, SrcLoc oploc)
 {
     uint32_t iv = push(p);
@@ -901,13 +916,7 @@ static uint32_t parse_for(Parser *p, IrBlk blk, uint32_t nres, SrcLoc oploc)
     if (is_word_tok(&p->tok, "iter")) {
         next(p);
         expect(p, '(');
-        do {
-            uint32_t it = push(p);
-            parse_carg(p, it);
-            expect(p, '=');
-            p->items[it].v = use(p);
-            n++;
-        } while (accept(p, ','));
+        n = parse_carg_inits(p);
         expect(p, ')');
     }
     /* the operands, contiguous for build(): lb, ub, step, the initial values */
@@ -952,16 +961,7 @@ static uint32_t parse_if(Parser *p, IrBlk blk, uint32_t nres, SrcLoc oploc)
 static uint32_t parse_while(Parser *p, IrBlk blk, uint32_t nres, SrcLoc oploc)
 {
     expect(p, '(');
-    uint32_t cbase = p->nitems, n = 0;
-    if (!is_punct(&p->tok, ')')) {
-        do {
-            uint32_t it = push(p);
-            parse_carg(p, it);
-            expect(p, '=');
-            p->items[it].v = use(p);
-            n++;
-        } while (accept(p, ','));
-    }
+    uint32_t cbase = p->nitems, n = is_punct(&p->tok, ')') ? 0 : parse_carg_inits(p);
     expect(p, ')');
     parse_result_types(p, IR_WHILE, nres, oploc);
     SrcLoc loc = parse_loc(p);
