@@ -1160,6 +1160,18 @@ static bool exec_RETURN(Interp *in, const IrOp *op)
     return true;
 }
 
+/* Pipelining ops: WORK IN PROGRESS (issue 4). */
+#define NOT_YET(ID) \
+    static bool exec_##ID(Interp *in, const IrOp *op) { return fail(in, op, "%s is not interpreted yet", ir_opinfo[op->opc].name); }
+NOT_YET(SMEM_ALLOC)
+NOT_YET(ASYNC_LOAD)
+NOT_YET(ASYNC_WAIT)
+NOT_YET(SMEM_READ)
+NOT_YET(BARRIER)
+NOT_YET(DOT_WAIT)
+NOT_YET(TMA_READY)
+#undef NOT_YET
+
 /* ORDER: generated from ops.def; every op must have its exec_ hook above. */
 #define OP(id, ...) [IR_##id] = exec_##id,
 static const ExecHook exec_hook[IR_NUM_OPS] = {

@@ -79,6 +79,25 @@ IrType ir_ty_view(DType dt, int rank)
     return t;
 }
 
+IrType ir_ty_smem(DType dt, int stages, int tile_rank, const int32_t *tile_dims)
+{
+    IrType t;
+    memset(&t, 0, sizeof t);
+    TL_ASSERT(tile_rank >= 1 && tile_rank < IR_MAXRANK && stages >= 1, "ir");
+    t.kind = TY_SMEM;
+    t.dt = (uint8_t)dt;
+    t.rank = (uint8_t)(tile_rank + 1);
+    t.dims[0] = stages;
+    for (int i = 0; i < tile_rank; i++) t.dims[i + 1] = tile_dims[i];
+    return t;
+}
+
+IrType ir_ty_smem_tile(IrType s)
+{
+    TL_ASSERT(s.kind == TY_SMEM, "ir");
+    return ir_ty_tile((DType)s.dt, false, s.rank - 1, s.dims + 1);
+}
+
 IrType ir_ty_with_dt(IrType t, DType dt, bool isptr)
 {
     t.dt = (uint8_t)dt;
@@ -101,6 +120,11 @@ void ir_ty_print(StrBuf *b, IrType t)
     switch (t.kind) {
     case TY_NONE: sb_puts(b, "none"); return;
     case TY_VIEW: sb_printf(b, "tensor<%s, %d>", dt_name[t.dt], t.rank); return;
+    case TY_SMEM:
+        sb_printf(b, "smem<%s>[", dt_name[t.dt]);
+        for (int i = 0; i < t.rank; i++) sb_printf(b, i ? ", %d" : "%d", t.dims[i]);
+        sb_putc(b, ']');
+        return;
     case TY_TILE: break;
     }
     if (t.rank == 0) {

@@ -41,11 +41,13 @@ bool dt_from_name(const char *s, size_t n, DType *out);
 /* ---- value types ------------------------------------------------------ */
 #define IR_MAXRANK 4
 
-typedef enum { TY_NONE, TY_TILE, TY_VIEW } TyKind;
+typedef enum { TY_NONE, TY_TILE, TY_VIEW, TY_SMEM } TyKind;
 
 /* A value's type, passed by value.  TY_TILE of rank 0 is a scalar; `isptr`
  * makes the elements pointers to `dt` (ptr<f32> is a rank-0 pointer tile).
- * TY_VIEW is tensor<dt, rank>.  Unused dims are 0 so memcmp compares types. */
+ * TY_VIEW is tensor<dt, rank>.  TY_SMEM is a staged shared-memory buffer
+ * smem<dt>[S, d0, ...] (SMEM_ALLOC): dims[0] = stages, then the tile's dims
+ * (rank counts the stage dim).  Unused dims are 0 so memcmp compares types. */
 typedef struct IrType {
     uint8_t kind;  /* TyKind */
     uint8_t dt;    /* DType of the elements (pointee for pointers) */
@@ -58,6 +60,9 @@ IrType ir_ty_scalar(DType dt);
 IrType ir_ty_ptr(DType pointee);
 IrType ir_ty_tile(DType dt, bool isptr, int rank, const int32_t *dims);
 IrType ir_ty_view(DType dt, int rank);
+IrType ir_ty_smem(DType dt, int stages, int tile_rank, const int32_t *tile_dims);
+/* The tile type one stage of an smem buffer holds. */
+IrType ir_ty_smem_tile(IrType smem);
 IrType ir_ty_with_dt(IrType t, DType dt, bool isptr); /* same shape, other elements */
 bool ir_ty_eq(IrType a, IrType b);
 int64_t ir_ty_numel(IrType t);                         /* 1 for scalars */
@@ -110,6 +115,8 @@ typedef struct IrOp {
     IrVal res;             /* first result */
     IrBlk region[2];
     IrBlk parent;          /* block holding this op */
+    uint8_t latency;       /* pipeline-latency: iterations ahead to issue this load (0: none) */
+    uint8_t stage;         /* pipeline-schedule: the op's stage + 1 (0: none) */
     IrAttr attr;
     SrcLoc loc;
 } IrOp;

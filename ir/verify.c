@@ -105,15 +105,21 @@ static IrType pointee(IrType t) { return ir_ty_with_dt(t, (DType)t.dt, false); }
 
 static bool check_type(Verifier *V, uint32_t op, IrType t, const char *what)
 {
-    CHECK(t.kind == TY_TILE || t.kind == TY_VIEW, op, "%s has no type", what);
+    CHECK(t.kind == TY_TILE || t.kind == TY_VIEW || t.kind == TY_SMEM, op, "%s has no type", what);
     CHECK(t.dt < DT_COUNT, op, "%s has an unknown element type", what);
     CHECK(t.rank <= IR_MAXRANK, op, "%s has rank %u (at most %d)", what, t.rank, IR_MAXRANK);
     if (t.kind == TY_VIEW) {
         CHECK(t.rank >= 1 && !t.isptr, op, "%s: malformed tensor type", what);
         return true;
     }
+    int first = 0;
+    if (t.kind == TY_SMEM) {
+        CHECK(t.rank >= 2 && !t.isptr && t.dims[0] >= 1 && t.dims[0] <= 16, op,
+              "%s: malformed smem type (1 to 16 stages of a tile of rank >= 1)", what);
+        first = 1;
+    }
     int64_t n = 1;
-    for (int i = 0; i < t.rank; i++) {
+    for (int i = first; i < t.rank; i++) {
         CHECK(is_pow2(t.dims[i]), op, "%s: tile dimension %d is %d, not a power of two", what, i, t.dims[i]);
         n *= t.dims[i];
         CHECK(n <= MAX_NUMEL, op, "%s: %s holds more than 2^24 elements", what, tystr(V, t));
@@ -388,8 +394,43 @@ static bool check_op(Verifier *V, uint32_t id)
         }
         return true;
     }
+    case IR_SMEM_ALLOC:
+        CHECK(r.kind == TY_SMEM, id, "result is %s, not an smem buffer", tystr(V, r));
+        return true;
+    case IR_ASYNC_LOAD: {
+        CHECK(x.kind == TY_VIEW, id, "first operand is %s, not a tensor", tystr(V, x));
+        IrType buf = opty(V, op, 1);
+        CHECK(buf.kind == TY_SMEM && buf.dt == x.dt && buf.rank == x.rank + 1, id,
+              "buffer is %s, expected smem<%s> of %u-d tiles", tystr(V, buf), dt_name[x.dt], x.rank);
+        CHECK(op->nopnd == 3u + x.rank, id, "%u operands: expected the tensor, the buffer, the stage and %u offsets",
+              op->nopnd, x.rank);
+        for (uint32_t i = 2; i < op->nopnd; i++)
+            CHECK(is_int_scalar(opty(V, op, i)), id, "operand %u is %s, not an integer scalar", i,
+                  tystr(V, opty(V, op, i)));
+        return true;
+    }
+    case IR_ASYNC_WAIT: case IR_SMEM_READ:
+        CHECK(x.kind == TY_SMEM, id, "first operand is %s, not an smem buffer", tystr(V, x));
+        for (uint32_t i = 1; i < op->nopnd; i++)
+            CHECK(is_int_scalar(opty(V, op, i)), id, "operand %u is %s, not an integer scalar", i,
+                  tystr(V, opty(V, op, i)));
+        if (opc == IR_SMEM_READ)
+            CHECK(ir_ty_eq(r, ir_ty_smem_tile(x)), id, "result is %s, expected %s", tystr(V, r),
+                  tystr(V, ir_ty_smem_tile(x)));
+        return true;
+    case IR_BARRIER:
+        return true;
+    case IR_DOT_WAIT:
+        CHECK(is_data(x) && ir_ty_eq(x, r), id, "result is %s, expected the operand's type %s", tystr(V, r),
+              tystr(V, x));
+        return true;
+    case IR_TMA_READY:
+        CHECK(x.kind == TY_VIEW, id, "operand is %s, not a tensor", tystr(V, x));
+        CHECK(is_i1(r) && ir_ty_is_scalar(r), id, "result is %s, expected i1", tystr(V, r));
+        return true;
     case IR_DOT: {
         IrType b = opty(V, op, 1), acc = opty(V, op, 2);
+        CHECK(op->attr.i >= 0 && op->attr.i <= 8, id, "pending is %lld (0 to 8)", (long long)op->attr.i);
         CHECK(is_data(x) && is_data(b) && x.rank == 2 && b.rank == 2, id, "operands are %s and %s, not 2-d tiles",
               tystr(V, x), tystr(V, b));
         CHECK(x.dt == b.dt, id, "operand element types differ: %s and %s", dt_name[x.dt], dt_name[b.dt]);
