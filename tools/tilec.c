@@ -481,6 +481,7 @@ static bool run_passes(IrModule *m, Source *s, const DriverOpts *o)
     if (o->dump_dir && !make_dir(o->dump_dir, d)) return false;
     int errors = d->nerrors;
     double t = now();
+    m->arch = o->arch; /* backend passes named with --pass see the target too */
     bool ok = pass_run_pipeline(m, o->passes, o->npasses, &dump, d);
     stage(o, "passes", t);
     if (!ok && d->nerrors == errors) diag_error_noloc(d, "cannot write the IR dumps: %s", strerror(errno));

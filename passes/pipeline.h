@@ -1,0 +1,46 @@
+/* pipeline.h: what the three software-pipelining passes share (private to passes/).
+ *
+ *   pipeline_latency   which block loads of a loop to pipeline, and how far ahead:
+ *                      IrOp.latency = S - 1 on each, FOR's stages = S
+ *   pipeline_schedule  the stage of every op of the loop body: IrOp.stage = 1 + (0 for
+ *                      the pipelined loads and the ops computing their offsets, S - 1
+ *                      for the rest)
+ *   pipeline_expand    rewrites each scheduled loop into shared-memory stages filled by
+ *                      asynchronous (TMA) loads S - 1 iterations ahead, with a prologue,
+ *                      mbarrier waits, tensor-core dots left in flight across iterations,
+ *                      and the original loop kept as the fallback where the runtime could
+ *                      not describe a tensor to the TMA unit (lang/PIPELINING.md).
+ *
+ * Each pass reads only the annotations the previous one left, so each runs alone
+ * (--pass=NAME) on IR that carries them, and --dump-after=NAME shows them.
+ */
+#ifndef TILEC_PIPELINE_H
+#define TILEC_PIPELINE_H
+
+#include "pass.h"
+
+/* Dynamic shared memory the stage buffers of one loop may take: the H100/H200
+ * limit (227 KiB) less room for the epilogue's layout conversions. */
+#define PIPE_SMEM_BUDGET (160u * 1024u)
+/* The deepest pipeline the compiler picks without a hint. */
+#define PIPE_AUTO_STAGES 4
+/* A buffer stage is aligned to the 1024-byte repeat of the 128-byte swizzle. */
+#define PIPE_STAGE_ALIGN 1024u
+
+/* Calls fn on every FOR op of f, innermost loops first (post-order). */
+void pipe_for_each_loop(IrFunc *f, void (*fn)(IrFunc *f, uint32_t loop, void *ctx), void *ctx);
+
+/* Whether v is defined outside the loop `loop` (a kernel parameter, or an op or
+ * block argument not nested in the loop's region). */
+bool pipe_outside(IrFunc *f, uint32_t loop, IrVal v);
+
+/* The offset operands of block load `ld` are computed, inside the loop body,
+ * only from the induction variable, values defined outside the loop, and pure
+ * ops of the body: marks those ops in `slice` (indexed by op id) and returns
+ * true; false when an offset depends on anything else. */
+bool pipe_offset_slice(IrFunc *f, uint32_t loop, uint32_t ld, uint8_t *slice);
+
+/* Bytes one stage of a buffer for tile t takes (aligned to PIPE_STAGE_ALIGN). */
+uint32_t pipe_stage_bytes(IrType t);
+
+#endif

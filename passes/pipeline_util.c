@@ -1,0 +1,77 @@
+/* pipeline_util.c: loop walking and slices shared by the pipelining passes (pipeline.h). */
+#include "pipeline.h"
+
+#include <stdlib.h>
+
+static void walk_block(IrFunc *f, IrBlk b, void (*fn)(IrFunc *, uint32_t, void *), void *ctx)
+{
+    /* the callback may insert ops into this block: walk a copy of its op list */
+    IrBlock *blk = ir_blk(f, b);
+    uint32_t n = blk->nops;
+    uint32_t *ids = tl_xmalloc((n ? n : 1) * sizeof *ids);
+    for (uint32_t i = 0; i < n; i++) ids[i] = blk->ops[i];
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t id = ids[i];
+        if (f->ops[id].dead) continue;
+        for (uint32_t r = 0; r < f->ops[id].nregion; r++) walk_block(f, f->ops[id].region[r], fn, ctx);
+        if (f->ops[id].opc == IR_FOR && !f->ops[id].dead) fn(f, id, ctx);
+    }
+    free(ids);
+}
+
+void pipe_for_each_loop(IrFunc *f, void (*fn)(IrFunc *f, uint32_t loop, void *ctx), void *ctx)
+{
+    walk_block(f, f->body, fn, ctx);
+}
+
+/* Whether block b lies inside region `r` (r itself or nested below it). */
+static bool block_within(IrFunc *f, IrBlk b, IrBlk r)
+{
+    while (b) {
+        if (b == r) return true;
+        uint32_t owner = f->blocks[b].parent_op;
+        if (owner == UINT32_MAX) return false;
+        b = f->ops[owner].parent;
+    }
+    return false;
+}
+
+bool pipe_outside(IrFunc *f, uint32_t loop, IrVal v)
+{
+    const IrValue *val = &f->vals[v];
+    IrBlk home = val->is_arg ? (IrBlk)val->def : f->ops[val->def].parent;
+    return !block_within(f, home, f->ops[loop].region[0]);
+}
+
+static bool slice_val(IrFunc *f, uint32_t loop, IrVal v, uint8_t *slice, int depth)
+{
+    IrBlk body = f->ops[loop].region[0];
+    if (pipe_outside(f, loop, v)) return true;
+    const IrValue *val = &f->vals[v];
+    if (val->is_arg) return val->def == body && val->idx == 0; /* the induction variable only */
+    uint32_t d = val->def;
+    const IrOp *op = &f->ops[d];
+    if (op->parent != body || !(ir_opinfo[op->opc].flags & IR_PURE) || op->nregion || op->opc == IR_DOT)
+        return false;
+    if (slice[d]) return true;
+    if (depth > 64) return false;
+    for (uint32_t k = 0; k < op->nopnd; k++)
+        if (!slice_val(f, loop, ir_opnd(f, op, k), slice, depth + 1)) return false;
+    slice[d] = 1;
+    return true;
+}
+
+bool pipe_offset_slice(IrFunc *f, uint32_t loop, uint32_t ld, uint8_t *slice)
+{
+    const IrOp *op = &f->ops[ld];
+    uint32_t rank = ir_vty(f, ir_opnd(f, op, 0)).rank;
+    for (uint32_t k = 1; k <= rank; k++)
+        if (!slice_val(f, loop, ir_opnd(f, op, k), slice, 0)) return false;
+    return true;
+}
+
+uint32_t pipe_stage_bytes(IrType t)
+{
+    uint32_t bytes = (uint32_t)ir_ty_numel(t) * (uint32_t)dt_bytes((DType)t.dt);
+    return (bytes + PIPE_STAGE_ALIGN - 1) & ~(PIPE_STAGE_ALIGN - 1);
+}
