@@ -121,19 +121,30 @@ def check(fn):
 
 # ---- the checks --------------------------------------------------------------
 def gemm():
+    """gemm and gemm_nt for every operand type T and output type TC, at ragged M, N and K."""
     M, N, K = 70, 90, 150
+    # the output's rounding: bf16 (8 bits) two ulps, f16 (11 bits) two ulps, f32 the accumulation order
+    tol = {"bf16": (4e-3, 1e-3), "f16": (1e-3, 1e-4), "f32": (1e-5, 1e-5)}
     for T in ("bf16", "f16"):
-        d = ["T=" + T, "BM=32", "BN=64", "BK=32"]
-        r = run("gemm.tile", "gemm", ["A=%s[%d,%d]" % (T, M, K), "B=%s[%d,%d]" % (T, K, N), "C=bf16[%d,%d]" % (M, N)],
-                ["A", "B", "C"], d)
-        A, B = r["A"], r["B"]
-        close("gemm T=" + T, r["C"], [sum(A[i * K + k] * B[k * N + j] for k in range(K))
-                                      for i in range(M) for j in range(N)], 4e-3, 1e-3)
-        r = run("gemm.tile", "gemm_nt", ["A=%s[%d,%d]" % (T, M, K), "B=%s[%d,%d]" % (T, N, K), "C=bf16[%d,%d]" % (M, N)],
-                ["A", "B", "C"], d)
-        A, B = r["A"], r["B"]
-        close("gemm_nt T=" + T, r["C"], [sum(A[i * K + k] * B[j * K + k] for k in range(K))
-                                         for i in range(M) for j in range(N)], 4e-3, 1e-3)
+        for TC in ("bf16", "f16", "f32"):
+            d = ["T=" + T, "BM=32", "BN=64", "BK=32", "TC=" + TC]
+            r = run("gemm.tile", "gemm", ["A=%s[%d,%d]" % (T, M, K), "B=%s[%d,%d]" % (T, K, N),
+                    "C=%s[%d,%d]" % (TC, M, N)], ["A", "B", "C"], d)
+            A, B = r["A"], r["B"]
+            close("gemm T=%s TC=%s" % (T, TC), r["C"], [sum(A[i * K + k] * B[k * N + j] for k in range(K))
+                                                        for i in range(M) for j in range(N)], *tol[TC])
+            r = run("gemm.tile", "gemm_nt", ["A=%s[%d,%d]" % (T, M, K), "B=%s[%d,%d]" % (T, N, K),
+                    "C=%s[%d,%d]" % (TC, M, N)], ["A", "B", "C"], d)
+            A, B = r["A"], r["B"]
+            close("gemm_nt T=%s TC=%s" % (T, TC), r["C"], [sum(A[i * K + k] * B[j * K + k] for k in range(K))
+                                                           for i in range(M) for j in range(N)], *tol[TC])
+    # the defaults (T = TC = bf16, 128 x 128 x 64 blocks) on a problem smaller than one block in M and K
+    M, N, K = 50, 130, 40
+    r = run("gemm.tile", "gemm_nt", ["A=bf16[%d,%d]" % (M, K), "B=bf16[%d,%d]" % (N, K), "C=bf16[%d,%d]" % (M, N)],
+            ["A", "B", "C"])
+    A, B = r["A"], r["B"]
+    close("gemm_nt defaults", r["C"], [sum(A[i * K + k] * B[j * K + k] for k in range(K))
+                                       for i in range(M) for j in range(N)], *tol["bf16"])
 
 
 def fp8_gemm():

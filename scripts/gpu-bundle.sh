@@ -4,7 +4,11 @@
 #   run(command="cd .gpu && ./gpu-check 2>&1 | tee $OUT/log", carry=[".gpu"])
 # Contents: tilec linked statically against LLVM (runs on the GPU machine without
 # LLVM installed), libtilert and the GPU test programs, libcmocka.so.0, the cubins of
-# every example and stdlib kernel, the test inputs, bench/, and gpu-check.
+# every example and stdlib kernel, the test inputs, bench/ (bench.py and gemm.py, the GEMM bench
+# of issue 4, which compiles its own per-shape specializations there with bin/tilec), and gpu-check.
+# The GEMM bench alone, its table under $OUT:
+#   run(command="cd .gpu && OUT=$OUT GPU_CHECK_BENCH_ONLY=1 BENCH_GEMM=1 ./gpu-check 2>&1 | tail -c 11000",
+#       carry=[".gpu"])
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build-gpu}
@@ -24,6 +28,7 @@ cp -r "$root/tests/gpu" "$stage/src/gpu"
 cp "$root/tests/interp/builtins.tile" "$stage/src/gpu/builtins.tile"
 cp -L "$build"/runtime/libtilert.so* "$stage/lib/"
 [ -d "$root/bench" ] && cp -r "$root/bench" "$stage/"
+[ -f "$stage/bench/gemm.py" ] || { echo "gpu-bundle.sh: bench/gemm.py missing from the bundle" >&2; exit 1; }
 for f in "$root"/examples/*.tile "$root"/stdlib/*.tile; do
   "$build/tools/tilec" "$f" --emit=cubin -o "$stage/cubin/$(basename "${f%.tile}").cubin"
 done
