@@ -13,8 +13,9 @@
  *      Control-flow hooks run their regions recursively; a terminator's hook
  *      only records itself in in->term, and the region's owner reads its operands.
  *   4. The first error (out-of-bounds or misaligned access, integer division by
- *      zero, failed assert, step limit) is reported at the op's location and
- *      unwinds every hook (they return false).
+ *      zero, failed assert, step limit, a broken protocol of the pipelining
+ *      ops) is reported at the op's location and unwinds every hook (they
+ *      return false).
  *
  * Runtime values: one RVal per IrVal, whose storage is allocated at the value's
  * first definition and reused (an SSA value has one type, hence one size).
@@ -24,6 +25,9 @@
  *             every op; the result of an op is rounded once)
  *   pointers  the encoding above, in Elem.i
  *   views     base pointer, shape and strides (in elements)
+ *   smem      a reference to the SMEM_ALLOC result holding the buffer: its
+ *             elements (every stage) and the state of each stage's barrier
+ *             (see "hooks: pipelining")
  *
  * Where lang/SEMANTICS.md is silent, the interpreter decides (and the GPU
  * backend must agree):
@@ -50,11 +54,20 @@ typedef union Elem {
     double f;    /* floats (exact in their dtype) */
 } Elem;
 
+/* The barrier of one stage of a shared-memory buffer, as the protocol checks
+ * see it: loads - waited loads have not been waited for yet. */
+typedef struct SmemStage {
+    uint64_t loads;      /* ASYNC_LOADs into the stage so far */
+    uint64_t waited;     /* loads the latest ASYNC_WAIT on the stage covered */
+} SmemStage;
+
 typedef struct RVal {
     Elem *e;             /* n elements; NULL until the value is first defined */
     int64_t n;
     uint64_t vptr;       /* TY_VIEW: base pointer */
     int64_t vshape[IR_MAXRANK], vstride[IR_MAXRANK];
+    struct RVal *smem;   /* TY_SMEM: the SMEM_ALLOC result holding the buffer (that result: itself) */
+    SmemStage *stage;    /* an SMEM_ALLOC result: one per stage, the elements of stage s at e + s * tile */
 } RVal;
 
 typedef struct Interp {
@@ -65,6 +78,7 @@ typedef struct Interp {
     uint32_t pid[3], grid[3];
     FILE *print_out;
     uint64_t max_steps, steps;
+    bool no_tma;         /* InterpOptions.no_tma */
     Diag *d;
     const IrOp *term;    /* the terminator that ended the innermost finished block, or NULL */
     bool in_grid;        /* evaluating the grid clause: there is no program id */
@@ -95,7 +109,7 @@ static bool is_float(IrType t) { return !t.isptr && t.kind == TY_TILE && dt_is_f
 static RVal *arg(Interp *in, const IrOp *op, uint32_t k)
 {
     RVal *r = &in->vals[ir_opnd(in->f, op, k)];
-    TL_ASSERT(r->e || vty(in, ir_opnd(in->f, op, k)).kind == TY_VIEW, "interp");
+    TL_ASSERT(r->e || r->smem || vty(in, ir_opnd(in->f, op, k)).kind == TY_VIEW, "interp");
     return r;
 }
 
@@ -113,6 +127,11 @@ static Elem *out(Interp *in, IrVal v)
 static void copy_val(Interp *in, IrVal dst, IrVal src)
 {
     RVal *s = &in->vals[src];
+    if (vty(in, src).kind == TY_SMEM) { /* the same buffer, not a copy of it */
+        TL_ASSERT(s->smem, "interp");
+        in->vals[dst].smem = s->smem;
+        return;
+    }
     if (vty(in, src).kind == TY_VIEW) {
         RVal *d = &in->vals[dst];
         d->vptr = s->vptr;
@@ -749,7 +768,8 @@ static void block_next(BlockIter *it)
     for (int a = it->t.rank - 1; a >= 0 && ++it->idx[a] == it->t.dims[a]; a--) it->idx[a] = 0;
 }
 
-static void block_begin(Interp *in, const IrOp *op, BlockIter *it, IrType block_ty)
+/* The view is operand 0 of op; the offsets are operands first, first+1, ... */
+static void block_begin(Interp *in, const IrOp *op, uint32_t first, BlockIter *it, IrType block_ty)
 {
     IrType vt = vty(in, ir_opnd(in->f, op, 0));
     TL_ASSERT(block_ty.rank == vt.rank, "interp");
@@ -757,23 +777,24 @@ static void block_begin(Interp *in, const IrOp *op, BlockIter *it, IrType block_
     it->v = arg(in, op, 0);
     it->t = block_ty;
     for (int a = 0; a < vt.rank; a++) {
-        IrType ot = vty(in, ir_opnd(in->f, op, 1 + (uint32_t)a));
-        int64_t o = scalar_int(in, op, 1 + (uint32_t)a);
+        IrType ot = vty(in, ir_opnd(in->f, op, first + (uint32_t)a));
+        int64_t o = scalar_int(in, op, first + (uint32_t)a);
         /* an unsigned offset beyond INT64_MAX is outside every view */
         it->off[a] = dt_is_unsigned((DType)ot.dt) && o < 0 ? INT64_MAX : o;
     }
 }
 
-static bool exec_BLOCK_LOAD(Interp *in, const IrOp *op)
+/* Reads the block of type t of view operand 0 at the offsets in operands
+ * first.. into r, row-major; an element outside the view is `other` (a scalar
+ * or a block; NULL: 0).  BLOCK_LOAD and ASYNC_LOAD share it: the TMA copy of
+ * an async load reads exactly what a block load without `other` would. */
+static bool block_read(Interp *in, const IrOp *op, uint32_t first, IrType t, const RVal *other, Elem *r)
 {
-    IrType rt = vty(in, op->res);
-    DType dt = (DType)rt.dt;
-    uint32_t rank = vty(in, ir_opnd(in->f, op, 0)).rank;
-    RVal *other = op->nopnd > 1 + rank ? arg(in, op, 1 + rank) : NULL; /* a scalar or a block */
+    DType dt = (DType)t.dt;
     BlockIter it;
-    block_begin(in, op, &it, rt);
-    Elem *r = out(in, op->res);
-    for (int64_t k = 0; k < in->vals[op->res].n; k++, block_next(&it)) {
+    block_begin(in, op, first, &it, t);
+    int64_t n = ir_ty_numel(t);
+    for (int64_t k = 0; k < n; k++, block_next(&it)) {
         uint64_t p;
         if (!block_elem(&it, &p, dt_bytes(dt))) {
             r[k] = other ? other->e[other->n == 1 ? 0 : k] : (Elem){0};
@@ -786,6 +807,13 @@ static bool exec_BLOCK_LOAD(Interp *in, const IrOp *op)
     return true;
 }
 
+static bool exec_BLOCK_LOAD(Interp *in, const IrOp *op)
+{
+    uint32_t rank = vty(in, ir_opnd(in->f, op, 0)).rank;
+    RVal *other = op->nopnd > 1 + rank ? arg(in, op, 1 + rank) : NULL;
+    return block_read(in, op, 1, vty(in, op->res), other, out(in, op->res));
+}
+
 static bool exec_BLOCK_STORE(Interp *in, const IrOp *op)
 {
     IrType vt = vty(in, ir_opnd(in->f, op, 0));
@@ -793,7 +821,7 @@ static bool exec_BLOCK_STORE(Interp *in, const IrOp *op)
     IrVal value = ir_opnd(in->f, op, 1 + vt.rank);
     RVal *v = &in->vals[value];
     BlockIter it;
-    block_begin(in, op, &it, vty(in, value));
+    block_begin(in, op, 1, &it, vty(in, value));
     for (int64_t k = 0; k < v->n; k++, block_next(&it)) {
         uint64_t p;
         if (!block_elem(&it, &p, dt_bytes(dt))) continue; /* clipped to the view */
@@ -1043,8 +1071,8 @@ static bool exec_PRINT(Interp *in, const IrOp *op)
     for (uint32_t k = 0; k < op->nopnd; k++) {
         IrType t = vty(in, ir_opnd(in->f, op, k));
         RVal *v = arg(in, op, k);
-        if (t.kind == TY_VIEW) {
-            sb_puts(&b, " <view>");
+        if (t.kind == TY_VIEW || t.kind == TY_SMEM) {
+            sb_puts(&b, t.kind == TY_VIEW ? " <view>" : " <smem>");
             continue;
         }
         for (int64_t e = 0; e < v->n; e++) print_elem(in, &b, t, v->e[e]);
@@ -1160,17 +1188,119 @@ static bool exec_RETURN(Interp *in, const IrOp *op)
     return true;
 }
 
-/* Pipelining ops: WORK IN PROGRESS (issue 4). */
-#define NOT_YET(ID) \
-    static bool exec_##ID(Interp *in, const IrOp *op) { return fail(in, op, "%s is not interpreted yet", ir_opinfo[op->opc].name); }
-NOT_YET(SMEM_ALLOC)
-NOT_YET(ASYNC_LOAD)
-NOT_YET(ASYNC_WAIT)
-NOT_YET(SMEM_READ)
-NOT_YET(BARRIER)
-NOT_YET(DOT_WAIT)
-NOT_YET(TMA_READY)
-#undef NOT_YET
+/* ---- hooks: pipelining ------------------------------------------------------------------ */
+
+/* The interpreter runs one program at a time and completes every copy and dot
+ * at once, so a pipelined loop computes what the loop it came from did, as
+ * long as its stages are used in the right order.  That order is what the
+ * GPU's asynchronous copies need, and it is checked here, on stage s of a
+ * buffer (loads(s): the ASYNC_LOADs into s so far):
+ *   - ASYNC_WAIT(buf, s, phase) needs a load into s since the last wait on s,
+ *     and phase == (loads(s) - 1) & 1: the parity of the barrier phase the
+ *     latest load completes (mbarrier.try_wait.parity);
+ *   - SMEM_READ(buf, s) needs the latest load into s to have been waited for.
+ * Loads still unwaited when a program ends (issued ahead past the last
+ * iteration) are not an error. */
+
+/* The buffer operand k of op. */
+static RVal *smem_arg(Interp *in, const IrOp *op, uint32_t k)
+{
+    RVal *r = in->vals[ir_opnd(in->f, op, k)].smem;
+    TL_ASSERT(r && r->stage, "interp");
+    return r;
+}
+
+/* The stage operand k of op into *s; false after reporting one outside the
+ * stages of buffer operand `buf`. */
+static bool stage_arg(Interp *in, const IrOp *op, uint32_t buf, uint32_t k, int64_t *s)
+{
+    int32_t stages = vty(in, ir_opnd(in->f, op, buf)).dims[0];
+    IrType st = vty(in, ir_opnd(in->f, op, k));
+    *s = scalar_int(in, op, k);
+    if (dt_is_unsigned((DType)st.dt) && *s < 0) *s = INT64_MAX; /* beyond INT64_MAX: outside every buffer */
+    if (*s < 0 || *s >= stages)
+        return fail(in, op, "%s on stage %lld of a buffer with %d stages", opname(op), (long long)*s, stages);
+    return true;
+}
+
+static bool exec_SMEM_ALLOC(Interp *in, const IrOp *op)
+{
+    IrType t = vty(in, op->res);
+    RVal *r = &in->vals[op->res];
+    out(in, op->res); /* every stage: ir_ty_numel counts them */
+    if (!r->stage) r->stage = tl_xcalloc((size_t)t.dims[0], sizeof *r->stage);
+    else memset(r->stage, 0, (size_t)t.dims[0] * sizeof *r->stage);
+    r->smem = r;
+    return true;
+}
+
+static bool exec_ASYNC_LOAD(Interp *in, const IrOp *op)
+{
+    RVal *buf = smem_arg(in, op, 1);
+    int64_t s;
+    if (!stage_arg(in, op, 1, 2, &s)) return false;
+    IrType tile = ir_ty_smem_tile(vty(in, ir_opnd(in->f, op, 1)));
+    if (!block_read(in, op, 3, tile, NULL, buf->e + s * ir_ty_numel(tile))) return false;
+    buf->stage[s].loads++;
+    return true;
+}
+
+static bool exec_ASYNC_WAIT(Interp *in, const IrOp *op)
+{
+    RVal *buf = smem_arg(in, op, 0);
+    int64_t s;
+    if (!stage_arg(in, op, 0, 1, &s)) return false;
+    SmemStage *st = &buf->stage[s];
+    if (st->loads == st->waited)
+        return fail(in, op, st->loads ? "async_wait on stage %lld, which has had no async_load since its last wait"
+                                      : "async_wait on stage %lld, which no async_load has filled",
+                    (long long)s);
+    int64_t phase = scalar_int(in, op, 2), want = (int64_t)((st->loads - 1) & 1);
+    if (phase != want)
+        return fail(in, op,
+                    "async_wait on stage %lld with phase %lld, expected %lld: the stage has had %llu load%s, and "
+                    "load n completes phase (n - 1) & 1",
+                    (long long)s, (long long)phase, (long long)want, (unsigned long long)st->loads,
+                    st->loads == 1 ? "" : "s");
+    st->waited = st->loads;
+    return true;
+}
+
+static bool exec_SMEM_READ(Interp *in, const IrOp *op)
+{
+    RVal *buf = smem_arg(in, op, 0);
+    int64_t s;
+    if (!stage_arg(in, op, 0, 1, &s)) return false;
+    const SmemStage *st = &buf->stage[s];
+    if (st->loads == 0) return fail(in, op, "smem_read of stage %lld, which no async_load has filled", (long long)s);
+    if (st->waited != st->loads)
+        return fail(in, op, "smem_read of stage %lld before an async_wait for its latest load", (long long)s);
+    Elem *r = out(in, op->res);
+    int64_t n = in->vals[op->res].n;
+    memcpy(r, buf->e + s * n, (size_t)n * sizeof(Elem));
+    return true;
+}
+
+/* Programs run one at a time: there is no other thread to wait for. */
+static bool exec_BARRIER(Interp *in, const IrOp *op)
+{
+    (void)in;
+    (void)op;
+    return true;
+}
+
+/* DOT completes at once here, pending or not: the value is already final. */
+static bool exec_DOT_WAIT(Interp *in, const IrOp *op)
+{
+    copy_val(in, op->res, ir_opnd(in->f, op, 0));
+    return true;
+}
+
+static bool exec_TMA_READY(Interp *in, const IrOp *op)
+{
+    out(in, op->res)[0].i = !in->no_tma;
+    return true;
+}
 
 /* ORDER: generated from ops.def; every op must have its exec_ hook above. */
 #define OP(id, ...) [IR_##id] = exec_##id,
@@ -1251,13 +1381,17 @@ static void interp_init(Interp *in, IrFunc *f, InterpBuf *bufs, uint32_t nbufs, 
     in->vals = tl_xcalloc(f->nvals, sizeof(RVal));
     in->print_out = opt && opt->print_out ? opt->print_out : stdout;
     in->max_steps = opt ? opt->max_steps : 0;
+    in->no_tma = opt && opt->no_tma;
     in->d = d;
     in->grid[0] = in->grid[1] = in->grid[2] = 1;
 }
 
 static void interp_fini(Interp *in)
 {
-    for (uint32_t k = 0; k < in->f->nvals; k++) free(in->vals[k].e);
+    for (uint32_t k = 0; k < in->f->nvals; k++) {
+        free(in->vals[k].e);
+        free(in->vals[k].stage);
+    }
     free(in->vals);
 }
 

@@ -3,7 +3,10 @@
  * semantics exactly (see lang/REFERENCE.md).  What the GPU would silently get
  * wrong (an unmasked access outside a buffer, a misaligned pointer, an integer
  * division by zero, a failed assert) is reported as an error at the op's
- * source location, and the run stops.
+ * source location, and the run stops.  So is a broken protocol of the
+ * pipelining ops (an async_wait with the wrong phase, a shared-memory stage
+ * read before its load was waited for): the interpreter checks what the
+ * pipelining passes make.
  */
 #ifndef TILEC_INTERP_H
 #define TILEC_INTERP_H
@@ -35,6 +38,8 @@ typedef struct InterpArg {
 typedef struct InterpOptions {
     FILE *print_out;    /* where `print` writes (NULL: stdout) */
     uint64_t max_steps; /* 0: no limit; otherwise an error after this many executed ops */
+    bool no_tma;        /* tma_ready gives false, as when the runtime cannot describe a
+                           tensor to the TMA unit: pipelined loops take their fallback */
 } InterpOptions;
 
 /* Evaluates f->grid on the arguments.  Returns false (with an error in d) when

@@ -107,10 +107,12 @@ IrType ir_ty_with_dt(IrType t, DType dt, bool isptr)
 
 bool ir_ty_eq(IrType a, IrType b) { return memcmp(&a, &b, sizeof a) == 0; }
 
+/* An smem buffer counts the elements of all its stages (dims[0] is the stage
+ * count); a view holds no elements of its own and counts 1, like a scalar. */
 int64_t ir_ty_numel(IrType t)
 {
     int64_t n = 1;
-    if (t.kind != TY_TILE) return 1;
+    if (t.kind != TY_TILE && t.kind != TY_SMEM) return 1;
     for (int i = 0; i < t.rank; i++) n *= t.dims[i];
     return n;
 }

@@ -80,6 +80,13 @@ typedef struct LayoutUse {
     uint32_t idx;    /* index in f->layouts */
 } LayoutUse;
 
+/* What an op's `{...}` gives: its own attributes and the schedule annotations
+ * (IrOp.latency, IrOp.stage) any op may carry. */
+typedef struct OpAttrs {
+    IrAttr a;
+    uint8_t latency, stage;
+} OpAttrs;
+
 typedef struct Parser {
     const char *cur, *end;
     uint32_t line, col;   /* position of cur */
@@ -510,6 +517,24 @@ static IrType parse_type(Parser *p)
         expect(p, ']');
         return ir_ty_tile(dt, isptr, rank, dims);
     }
+    if (is_word_tok(&t, "smem")) {
+        next(p);
+        expect(p, '<');
+        dt = expect_dtype(p);
+        expect(p, '>');
+        expect(p, '[');
+        int32_t dims[IR_MAXRANK];
+        int rank = 0;
+        do {
+            if (rank == IR_MAXRANK)
+                ERR(p, p->tok.loc, "an smem buffer has a stage count and at most %d tile dimensions", IR_MAXRANK - 1);
+            dims[rank] = (int32_t)expect_int(p, 1, INT32_MAX, rank ? "a tile dimension" : "a stage count");
+            rank++;
+        } while (accept(p, ','));
+        if (rank < 2) ERR(p, p->tok.loc, "an smem buffer has a stage count and at least one tile dimension");
+        expect(p, ']');
+        return ir_ty_smem(dt, dims[0], rank - 1, dims + 1);
+    }
     ERR(p, t.loc, "expected a type, found %s", describe(p, &t));
 }
 
@@ -757,17 +782,45 @@ static void add_region_arg(Parser *p, IrBlk blk, const Item *it, IrType init_ty)
     bind_layout(p, v, it->lay, it->layloc);
 }
 
-static void parse_attrs(Parser *p, IrOpcode opc, IrAttr *attr)
+/* A schedule annotation `latency = L` or `stage = S` (text.h), whose name is
+ * the current token; false when the name is neither. */
+static bool parse_annotation(Parser *p, OpAttrs *oa, bool seen[2])
+{
+    Tok name = p->tok;
+    int k = is_word_tok(&name, IR_TEXT_LATENCY) ? 0 : is_word_tok(&name, IR_TEXT_STAGE) ? 1 : -1;
+    if (k < 0) return false;
+    if (seen[k]) ERR(p, name.loc, "attribute '%s' given twice", k ? IR_TEXT_STAGE : IR_TEXT_LATENCY);
+    seen[k] = true;
+    next(p);
+    expect(p, '=');
+    if (k == 0) oa->latency = (uint8_t)expect_int(p, 0, UINT8_MAX, "a latency (0-255)");
+    else oa->stage = (uint8_t)(expect_int(p, 0, UINT8_MAX - 1, "a stage (0-254)") + 1);
+    return true;
+}
+
+/* Whether `{` starts attributes rather than a region: `{ NAME =`.  A region
+ * never starts so: its first op begins with a value, or with an op name that
+ * is not followed by '='. */
+static bool at_attrs(Parser *p)
+{
+    if (!is_punct(&p->tok, '{') || peek(p, 1).kind != T_IDENT) return false;
+    Tok t2 = peek(p, 2);
+    return is_punct(&t2, '=');
+}
+
+static void parse_attrs(Parser *p, IrOpcode opc, OpAttrs *oa)
 {
     IrTextAttr at[2];
     int n = ir_text_attrs(opc, at);
-    bool seen[2] = {false, false};
+    bool seen[2] = {false, false}, seen_annot[2] = {false, false};
+    IrAttr *attr = &oa->a;
     if (is_punct(&p->tok, '{')) {
         next(p);
         do {
             Tok name = p->tok;
             int k = 0;
             if (name.kind != T_IDENT) ERR(p, name.loc, "expected an attribute name, found %s", describe(p, &name));
+            if (parse_annotation(p, oa, seen_annot)) continue;
             while (k < n && !is_word_tok(&name, at[k].name)) k++;
             if (k == n) ERR(p, name.loc, "'%s' has no attribute '%.*s'", ir_opinfo[opc].name, (int)name.n, name.s);
             if (seen[k]) ERR(p, name.loc, "attribute '%s' given twice", at[k].name);
@@ -849,7 +902,7 @@ static void check_counts(Parser *p, IrOpcode opc, uint32_t nopnd, uint32_t nres,
 /* The operand and type lists an op has read: items[base .. base+nopnd) are the
  * operands, the nres after them the result types. */
 static uint32_t build(Parser *p, IrBlk blk, IrOpcode opc, uint32_t base, uint32_t nopnd, uint32_t nres,
-                      const IrAttr *attr, SrcLoc loc)
+                      const OpAttrs *oa, SrcLoc loc)
 {
     IrVal *o = ARENA_ARRAY(&p->scratch, IrVal, nopnd + 1);
     IrType *t = ARENA_ARRAY(&p->scratch, IrType, nres + 1);
@@ -858,7 +911,9 @@ static uint32_t build(Parser *p, IrBlk blk, IrOpcode opc, uint32_t base, uint32_
     IrBuilder b;
     ir_builder_at_end(&b, p->f, blk);
     b.loc = loc;
-    uint32_t id = ir_build(&b, opc, o, nopnd, t, nres, attr);
+    uint32_t id = ir_build(&b, opc, o, nopnd, t, nres, &oa->a);
+    p->f->ops[id].latency = oa->latency;
+    p->f->ops[id].stage = oa->stage;
     for (uint32_t i = 0; i < nres; i++) {
         const Item *it = &p->items[base + nopnd + i];
         bind_layout(p, p->f->ops[id].res + i, it->lay, it->layloc);
@@ -923,16 +978,12 @@ static uint32_t parse_for(Parser *p, IrBlk blk, uint32_t nres, SrcLoc oploc)
     uint32_t obase = p->nitems;
     for (int k = 0; k < 3; k++) push_val(p, bounds[k]);
     for (uint32_t k = 0; k < n; k++) push_val(p, p->items[cbase + k].v);
-    IrAttr attr;
-    memset(&attr, 0, sizeof attr);
-    /* `{ NAME =` starts attributes; a region starts `{ %r =`, `{ OPNAME %x`, `{ OPNAME loc`, `{ }`, ... */
-    if (is_punct(&p->tok, '{') && peek(p, 1).kind == T_IDENT) {
-        Tok t2 = peek(p, 2);
-        if (is_punct(&t2, '=')) parse_attrs(p, IR_FOR, &attr);
-    }
+    OpAttrs oa;
+    memset(&oa, 0, sizeof oa);
+    if (at_attrs(p)) parse_attrs(p, IR_FOR, &oa);
     parse_result_types(p, IR_FOR, nres, oploc);
     SrcLoc loc = parse_loc(p);
-    uint32_t id = build(p, blk, IR_FOR, obase, 3 + n, nres, &attr, loc);
+    uint32_t id = build(p, blk, IR_FOR, obase, 3 + n, nres, &oa, loc);
     IrBlk body = p->f->ops[id].region[0];
     uint32_t vmark = p->f->nvals;
     add_region_arg(p, body, &p->items[iv], ir_vty(p->f, bounds[0]));
@@ -942,14 +993,17 @@ static uint32_t parse_for(Parser *p, IrBlk blk, uint32_t nres, SrcLoc oploc)
     return id;
 }
 
-/* if VALUE [':' types] [loc] region 'else' region */
+/* if VALUE [attrs] [':' types] [loc] region 'else' region */
 static uint32_t parse_if(Parser *p, IrBlk blk, uint32_t nres, SrcLoc oploc)
 {
     uint32_t base = p->nitems;
     push_val(p, use(p));
+    OpAttrs oa;
+    memset(&oa, 0, sizeof oa);
+    if (at_attrs(p)) parse_attrs(p, IR_IF, &oa);
     parse_result_types(p, IR_IF, nres, oploc);
     SrcLoc loc = parse_loc(p);
-    uint32_t id = build(p, blk, IR_IF, base, 1, nres, NULL, loc);
+    uint32_t id = build(p, blk, IR_IF, base, 1, nres, &oa, loc);
     IrBlk then = p->f->ops[id].region[0], els = p->f->ops[id].region[1];
     parse_region(p, then, p->f->nvals);
     expect_word(p, "else");
@@ -957,15 +1011,18 @@ static uint32_t parse_if(Parser *p, IrBlk blk, uint32_t nres, SrcLoc oploc)
     return id;
 }
 
-/* while '(' [carg '=' VALUE, ...] ')' [':' types] [loc] region 'do' '(' [VALUE ':' type, ...] ')' region */
+/* while '(' [carg '=' VALUE, ...] ')' [attrs] [':' types] [loc] region 'do' '(' [VALUE ':' type, ...] ')' region */
 static uint32_t parse_while(Parser *p, IrBlk blk, uint32_t nres, SrcLoc oploc)
 {
     expect(p, '(');
     uint32_t cbase = p->nitems, n = is_punct(&p->tok, ')') ? 0 : parse_carg_inits(p);
     expect(p, ')');
+    OpAttrs oa;
+    memset(&oa, 0, sizeof oa);
+    if (at_attrs(p)) parse_attrs(p, IR_WHILE, &oa);
     parse_result_types(p, IR_WHILE, nres, oploc);
     SrcLoc loc = parse_loc(p);
-    uint32_t id = build(p, blk, IR_WHILE, cbase, n, nres, NULL, loc);
+    uint32_t id = build(p, blk, IR_WHILE, cbase, n, nres, &oa, loc);
     IrBlk before = p->f->ops[id].region[0], after = p->f->ops[id].region[1];
     uint32_t vmark = p->f->nvals;
     for (uint32_t k = 0; k < n; k++) add_region_arg(p, before, &p->items[cbase + k], ir_vty(p->f, p->items[cbase + k].v));
@@ -1045,8 +1102,8 @@ static void parse_op(Parser *p, IrBlk blk)
         const IrOp *op = &p->f->ops[id];
         check_counts(p, opc, op->nopnd, nres, name.loc);
     } else {
-        IrAttr attr;
-        memset(&attr, 0, sizeof attr);
+        OpAttrs oa;
+        memset(&oa, 0, sizeof oa);
         uint32_t base = p->nitems, nopnd = 0;
         Tok num;
         memset(&num, 0, sizeof num);
@@ -1059,7 +1116,7 @@ static void parse_op(Parser *p, IrBlk blk)
             int k = 0;
             while (k < CMP_COUNT && !is_word_tok(&p->tok, ir_cmp_name[k])) k++;
             if (k == CMP_COUNT) ERR(p, p->tok.loc, "expected a predicate (eq ne lt le gt ge), found %s", describe(p, &p->tok));
-            attr.i = k;
+            oa.a.i = k;
             next(p);
         }
         if (p->tok.kind == T_VALUE && !starts_def(p)) {
@@ -1069,7 +1126,7 @@ static void parse_op(Parser *p, IrBlk blk)
             } while (accept(p, ','));
         }
         check_counts(p, opc, nopnd, nres, name.loc);
-        parse_attrs(p, opc, &attr);
+        parse_attrs(p, opc, &oa);
         parse_result_types(p, opc, nres, name.loc);
         SrcLoc loc = parse_loc(p);
         if (opc == IR_CONST) {
@@ -1078,15 +1135,15 @@ static void parse_op(Parser *p, IrBlk blk)
             char *e;
             errno = 0;
             if (dt_is_float(dt)) {
-                attr.f = strtod(s, &e);
+                oa.a.f = strtod(s, &e);
                 if (*e) ERR(p, num.loc, "malformed float constant '%s'", s);
             } else {
-                attr.i = strtoll(s, &e, 10);
+                oa.a.i = strtoll(s, &e, 10);
                 if (*e || num.kind != T_NUM) ERR(p, num.loc, "expected an integer constant for type %s, found '%s'", dt_name[dt], s);
                 if (errno == ERANGE) ERR(p, num.loc, "integer constant out of range: %s", s);
             }
         }
-        id = build(p, blk, opc, base, nopnd, nres, &attr, loc);
+        id = build(p, blk, opc, base, nopnd, nres, &oa, loc);
         if (opc == IR_BLOCK_LOAD) {
             IrOp *op = &p->f->ops[id];
             IrType vt = ir_vty(p->f, ir_opnd(p->f, op, 0));

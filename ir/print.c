@@ -216,6 +216,7 @@ static void put_types(Printer *p, const IrOp *op)
     }
 }
 
+/* The op's own attributes, then its schedule annotations, in one `{...}`. */
 static void put_attrs(Printer *p, const IrOp *op)
 {
     IrTextAttr at[2];
@@ -243,6 +244,14 @@ static void put_attrs(Printer *p, const IrOp *op)
             break;
         }
         }
+    }
+    if (op->latency) {
+        sb_printf(p->b, "%s%s = %u", open ? ", " : " {", IR_TEXT_LATENCY, op->latency);
+        open = true;
+    }
+    if (op->stage) {
+        sb_printf(p->b, "%s%s = %u", open ? ", " : " {", IR_TEXT_STAGE, op->stage - 1u);
+        open = true;
     }
     if (open) sb_putc(p->b, '}');
 }

@@ -1,6 +1,7 @@
 /* text.h: what the printer (print.c) and the parser (parse.c) of the textual IR
  * must agree on, kept in one place: which named attributes each op carries
- * and how they are spelled, and which characters a bare @symbol may use.
+ * and how they are spelled (its own, then the schedule annotations every op
+ * may carry), and which characters a bare @symbol may use.
  * The grammar itself is ir/FORMAT.md.  Private to ir/.
  */
 #ifndef TILEC_IR_TEXT_H
@@ -11,7 +12,7 @@
 typedef enum IrTextAttrKind {
     TA_AXIS,        /* attr.i, always printed as an integer */
     TA_J,           /* attr.j, always printed as an integer (TOPK's k) */
-    TA_I_NONZERO,   /* attr.i, printed only when nonzero (FOR's stages) */
+    TA_I_NONZERO,   /* attr.i, printed only when nonzero (FOR's stages, DOT's pending) */
     TA_J_FLAG,      /* attr.j as true/false, printed only when true (SORT's descending) */
     TA_PERM,        /* attr.shape[0..nshape) as [a, b, ...] */
     TA_STR,         /* attr.str as a quoted string */
@@ -51,6 +52,13 @@ static inline int ir_text_attrs(IrOpcode opc, IrTextAttr out[2])
     default: return 0;
     }
 }
+
+/* The schedule annotations of the pipelining passes (IrOp.latency, IrOp.stage),
+ * which any op may carry: printed after the op's own attributes, inside the
+ * same braces, only when set: `latency = L` (IrOp.latency) and `stage = S`
+ * (IrOp.stage - 1; IrOp.stage 0 means unset). */
+#define IR_TEXT_LATENCY "latency"
+#define IR_TEXT_STAGE "stage"
 
 /* A kernel symbol prints bare (@gemm__T_bf16) when every character passes
  * this test, and quoted (@"...") otherwise. */

@@ -19,8 +19,9 @@
  *    the layout pass has set f->val_layout, every tile value of
  *    rank >= 1 in the body has one, whose dims are its type's, with 5 lane
  *    bases, log2(warps) warp bases, every basis inside the tile, and every
- *    element held by some thread (surjective); scalars, views and the
- *    grid's values (host code) have none (check_layout).
+ *    element held by some thread (surjective); a DOT_WAIT's result has its
+ *    operand's layout (the same registers); scalars, views, smem buffers and
+ *    the grid's values (host code) have none (check_layout).
  * The first violation is reported and verification of that function stops;
  * a broken function says nothing reliable about what follows.
  */
@@ -165,6 +166,13 @@ static bool check_layout(Verifier *V, uint32_t op, IrVal v, const char *what)
                   kinds[k], i, li, tystr(V, t));
     CHECK(layout_is_surjective(L), op, "%s: layout %u leaves elements of %s held by no thread", what, li,
           tystr(V, t));
+    /* op is v's definition when v is a result; dot_wait only waits, it moves nothing */
+    const IrOp *def = op < f->nops ? &f->ops[op] : NULL;
+    if (def && def->opc == IR_DOT_WAIT && !f->vals[v].is_arg) {
+        uint32_t lx = f->val_layout[f->opnds[def->opnd]];
+        CHECK(lx == li || (lx && lx < f->nlayouts && layout_eq(&f->layouts[lx], L)), op,
+              "%s has layout %u, but the accumulator it waits for has layout %u", what, li, lx);
+    }
     return true;
 }
 

@@ -4,10 +4,13 @@
  *   1. Walk the body and the grid block in order, each with an empty table;
  *      the table is a hash table with chained entries kept on one stack, so
  *      that leaving a region pops exactly what the region added.
- *   2. Only ops flagged IR_PURE and without regions take part.  Their key is
- *      the opcode, the operands (for IR_COMM ops with two operands, the lower
- *      value id first), every attribute field (floats compared by bits) and
- *      the result types; the source location is not part of it.
+ *   2. Only ops flagged IR_PURE and without regions take part (never the
+ *      pipelining ops that touch shared memory or wait, which are IR_MEM).
+ *      Their key is the opcode, the operands (for IR_COMM ops with two
+ *      operands, the lower value id first), every attribute field (floats
+ *      compared by bits), the schedule annotations (ops the pipeline
+ *      scheduler put in different stages stay apart) and the result types;
+ *      the source location is not part of it.
  *   3. An op whose key is in the table is a duplicate of the entry's op, which
  *      dominates it: its results map to the entry's (repl[]) and it is marked
  *      dead.  Otherwise the op is pushed.  Every op's operands are rewritten
@@ -74,6 +77,7 @@ static uint32_t hash(IrFunc *f, const IrOp *op)
     h = mix(h, fbits(op->attr.f));
     for (int k = 0; k < IR_MAXRANK; k++) h = mix(h, (uint32_t)op->attr.shape[k]);
     h = mix(h, ((uint64_t)op->attr.nshape << 32) | op->attr.str);
+    h = mix(h, ((uint32_t)op->latency << 8) | op->stage);
     for (uint32_t k = 0; k < op->nres; k++) {
         IrType t = ir_vty(f, op->res + k);
         h = mix(h, ((uint64_t)t.kind << 24) | ((uint64_t)t.dt << 16) | ((uint64_t)t.isptr << 8) | t.rank);
@@ -85,6 +89,7 @@ static uint32_t hash(IrFunc *f, const IrOp *op)
 static bool same(IrFunc *f, const IrOp *a, const IrOp *b)
 {
     if (a->opc != b->opc || a->nopnd != b->nopnd || a->nres != b->nres) return false;
+    if (a->latency != b->latency || a->stage != b->stage) return false;
     for (uint32_t k = 0; k < a->nopnd; k++)
         if (key_opnd(f, a, k) != key_opnd(f, b, k)) return false;
     const IrAttr *x = &a->attr, *y = &b->attr;

@@ -4,10 +4,12 @@
  * so that a loop-carried value used only by its own yield chain dies with it.
  *
  * Algorithm:
- *   1. Roots: every IR_MEM op (stores, loads, atomics, print, assert), every
- *      WHILE (whether it ends is not ours to decide), every FOR whose step is
- *      not a nonzero constant (a zero step is a run-time error), and the
- *      operands of the grid's YIELD.
+ *   1. Roots: every IR_MEM op (stores, loads, atomics, print, assert, and the
+ *      pipelining ops: smem_alloc, async_load/async_wait, smem_read, barrier,
+ *      dot_wait, which order shared memory and barriers whether or not their
+ *      results are used), every WHILE (whether it ends is not ours to decide),
+ *      every FOR whose step is not a nonzero constant (a zero step is a
+ *      run-time error), and the operands of the grid's YIELD.
  *   2. Propagate with a worklist of values and ops:
  *      - a live op makes the op owning its block live;
  *      - a live pure or memory op makes its operands live; a live FOR its
@@ -27,7 +29,7 @@
  *      if some slot is dead, rebuild it with only the live slots: a new op
  *      with fewer operands and results takes over the region blocks' contents,
  *      the dead region arguments are dropped and the terminators' operands
- *      compacted.
+ *      compacted; it keeps the old op's schedule annotations.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +251,8 @@ static void trim(Live *L, uint32_t id, uint32_t pos)
     b.pos = pos;
     b.loc = op.loc;
     uint32_t nid = ir_build(&b, (IrOpcode)op.opc, opnds, no, rtys, nr, &op.attr);
+    ir_op(f, nid)->latency = op.latency;
+    ir_op(f, nid)->stage = op.stage;
     IrOp nop = *ir_op(f, nid);
     for (uint32_t r = 0; r < op.nregion; r++) move_region(f, op.region[r], nop.region[r]);
     switch (op.opc) {

@@ -1,13 +1,19 @@
 /* layout.c: layout assignment (--pass=layout).
  *
  * Gives every tile value of rank >= 1 a distributed layout (ir/layout.h) in
- * f->layouts / f->val_layout.  Scalars and views get none.  Algorithm:
+ * f->layouts / f->val_layout.  Scalars, views and shared-memory buffers
+ * (smem<T>[S, ...]: they live in shared memory, not in threads) get none.
+ * Algorithm:
  *   1. Anchors.  Ops whose layout is dictated by what they do: block loads
- *      and stores and pointer tiles built from arange/splat take the default
- *      blocked layout (16-byte vectors along the last dim; a pointer tile's
- *      vectors are 16 bytes of its pointees, not of pointers); DOT results take
- *      the mma.sync accumulator layout where the shape allows; a reduction's
- *      result is the slice of its operand's layout (no data moves).
+ *      and stores, reads of a shared-memory stage (smem_read: the block load
+ *      the pipeline made asynchronous, in the layout that load had) and
+ *      pointer tiles built from arange/splat take the default blocked layout
+ *      (16-byte vectors along the last dim; a pointer tile's vectors are 16
+ *      bytes of its pointees, not of pointers); DOT results take the wgmma
+ *      (sm_90a) or mma.sync accumulator layout where the shape allows, and a
+ *      DOT_WAIT's result the layout of the accumulator it completes (the same
+ *      registers); a reduction's result is the slice of its operand's layout
+ *      (no data moves).
  *   2. Propagate forward in program order: an elementwise op takes the layout
  *      of its first operand that is not "free" (a SPLAT, ARANGE or an op made
  *      only of free values, which codegen rematerialises in any layout at no
@@ -301,6 +307,19 @@ static void assign_op(LayoutState *s, IrOp *op)
             f->val_layout[r] = f->val_layout[pick];
             s->parent[r] = s->parent[pick];
         }
+        return;
+    }
+    case IR_SMEM_READ:
+        set_default(s, r0);
+        return;
+    case IR_DOT_WAIT: {
+        /* the accumulator's registers, once its asynchronous dots are done:
+         * a loop-carried accumulator keeps the DOT's layout through the loop
+         * and after it, with no conversion */
+        if (!is_tile(f, r0)) return;
+        IrVal x = ir_opnd(f, op, 0);
+        f->val_layout[r0] = f->val_layout[x];
+        s->parent[r0] = s->parent[x];
         return;
     }
     case IR_ATOMIC_ADD: case IR_ATOMIC_MAX: case IR_ATOMIC_MIN: case IR_ATOMIC_CAS: {

@@ -11,14 +11,14 @@
  *     %ok = and (tma_ready %A), (tma_ready %B)...
  *     %r = if %ok {
  *         %bufA = smem_alloc : smem<T>[S, BM, BK]  ...            one per pipelined load
- *         if %lb + s*%st < %ub { async_load %A, %bufA, s, ... }   prologue, s = 0 .. S-2
+ *         if %ub - %lb > s*%st { async_load %A, %bufA, s, ... }  prologue, s = 0 .. S-2
  *         %res, %n = for %k = %lb to %ub step %st iter(%acc = %init, %i = 0) {
  *             async_wait %bufA, %i % S, (%i / S) & 1 ; %a = smem_read %bufA, %i % S  ...
  *             ... the body, the loads replaced by the reads ...
  *             %acc2 = dot %a, %b, %acc {pending = 1}            when %acc is only carried
  *             barrier                                           every program's reads of
  *                                                               stage (i-1) % S are done
- *             if %k + (S-1)*%st < %ub { async_load %A, %bufA, (%i + S-1) % S, ... }
+ *             if %ub - %k > (S-1)*%st { async_load %A, %bufA, (%i + S-1) % S, ... }
  *             yield %acc2, %i + 1 }
  *         yield (dot_wait %res)
  *     } else { the original loop, marked stages = 1 so it is never pipelined again }
@@ -119,18 +119,23 @@ static IrVal iconst(IrBuilder *b, IrType like, int64_t v)
     return ir_const_int(b, (DType)like.dt, v);
 }
 
-/* At b: if (k < ub) { the pipelined loads of iteration k, into stage `stage` }. */
-static void issue_loads(Expand *e, IrBuilder *b, IrVal k, IrVal stage)
+/* At b: if (k + ahead < ub) { the pipelined loads of iteration k + ahead, into
+ * stage `stage` }.  The test is ub - k > ahead: k + ahead may not fit the
+ * induction variable's type, while ub - k does for any k of the loop. */
+static void issue_loads(Expand *e, IrBuilder *b, IrVal k0, int64_t ahead, IrVal stage)
 {
     IrFunc *f = e->f;
     IrVal ub = ir_opnd(f, &f->ops[e->loop], 1);
-    IrVal cond = ir_cmp(b, CMP_LT, k, ub);
+    IrType ivt = ir_vty(f, k0);
+    IrVal cond = ahead ? ir_cmp(b, CMP_GT, ir_binary(b, IR_SUB, ub, k0), iconst(b, ivt, ahead))
+                       : ir_cmp(b, CMP_LT, k0, ub);
     uint32_t ifop = ir_build(b, IR_IF, &cond, 1, NULL, 0, NULL);
     IrBlk then = f->ops[ifop].region[0], els = f->ops[ifop].region[1];
     IrBuilder tb, eb;
     ir_builder_at_end(&tb, f, then);
     tb.loc = b->loc;
     ir_builder_at_end(&eb, f, els);
+    IrVal k = ahead ? ir_binary(&tb, IR_ADD, k0, iconst(&tb, ivt, ahead)) : k0;
     /* the offsets of iteration k: the slice again, the induction variable being k */
     IrBlk body = f->ops[e->loop].region[0];
     e->map[f->blocks[body].args[0]] = k;
@@ -215,7 +220,7 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
 
     IrOp L = f->ops[loop];
     IrVal lb = ir_opnd(f, &L, 0), st = ir_opnd(f, &L, 2);
-    IrType ivt = ir_vty(f, lb), i32 = ir_ty_scalar(DT_I32);
+    IrType i32 = ir_ty_scalar(DT_I32);
     int64_t step = f->ops[ir_def(f, st)].attr.i;
     uint32_t nc = L.nopnd - 3;
 
@@ -260,10 +265,7 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
         e.bufs[j] = ir_build1(&tb, IR_SMEM_ALLOC, NULL, 0, ir_ty_smem((DType)t.dt, S, t.rank, t.dims), NULL);
     }
     tb.loc = L.loc;
-    for (int s = 0; s < S - 1; s++) {
-        IrVal k = s ? ir_binary(&tb, IR_ADD, lb, iconst(&tb, ivt, s * step)) : lb;
-        issue_loads(&e, &tb, k, ir_const_int(&tb, DT_I32, s));
-    }
+    for (int s = 0; s < S - 1; s++) issue_loads(&e, &tb, lb, s * step, ir_const_int(&tb, DT_I32, s));
 
     /* 4. the pipelined loop */
     IrVal *opnds = tl_xmalloc((L.nopnd + 1) * sizeof *opnds);
@@ -312,9 +314,8 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
     for (uint32_t c = 0; c < nc; c++) yv[c] = mapped(&e, ir_opnd(f, y, c));
     bb.loc = L.loc;
     ir_build(&bb, IR_BARRIER, NULL, 0, NULL, 0, NULL);
-    IrVal kn = ir_binary(&bb, IR_ADD, f->blocks[nb].args[0], iconst(&bb, ivt, (int64_t)(S - 1) * step));
     IrVal sn = ir_binary(&bb, IR_REM, ir_binary(&bb, IR_ADD, iter, ir_const_int(&bb, DT_I32, S - 1)), cS);
-    issue_loads(&e, &bb, kn, sn);
+    issue_loads(&e, &bb, f->blocks[nb].args[0], (int64_t)(S - 1) * step, sn);
     yv[nc] = ir_binary(&bb, IR_ADD, iter, ir_const_int(&bb, DT_I32, 1));
     yield(&bb, yv, nc + 1);
 

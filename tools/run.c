@@ -728,7 +728,7 @@ bool run_write_outs(const RunOpts *ro, const KernelArgs *ka, Diag *d)
 
 static bool run_interp(const KernelArgs *ka, const uint32_t grid[3], Diag *d)
 {
-    InterpOptions iopt = {stdout, 0};
+    InterpOptions iopt = {.print_out = stdout};
     fflush(stdout);
     bool ok = interp_run(ka->f, ka->bufs, ka->nbufs, ka->args, grid, &iopt, d);
     fflush(stdout);

@@ -167,7 +167,7 @@ static bool run_variant(const Exec *e, bool optimize, char **errors)
     bool ok = true;
     if (e->grid) memcpy(grid, e->grid, sizeof grid);
     else ok = interp_grid(p.f, e->args, grid, &p.d);
-    InterpOptions opt = {e->print_out, 1u << 30};
+    InterpOptions opt = {.print_out = e->print_out, .max_steps = 1u << 30};
     ok = ok && interp_run(p.f, ib, e->nbufs, e->args, grid, &opt, &p.d);
     *errors = p.d.buf.s ? tl_xstrdup(p.d.buf.s) : tl_xstrdup("");
     prog_free(&p);

@@ -308,8 +308,8 @@ static char *to_cubin(IrModule *m)
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("t", ctx);
     Arena scratch;
     arena_init(&scratch);
-    uint32_t smem = 0;
-    assert_true(cg_lower_func(m->funcs[0], &sm90a, ctx, mod, &scratch, &smem, &d));
+    CgKernelFacts facts;
+    assert_true(cg_lower_func(m->funcs[0], &sm90a, ctx, mod, &scratch, &facts, &d));
     arena_free(&scratch);
     StrBuf ptx = {0};
     assert_true(cg_emit_ptx(mod, &sm90a, &ptx, &d));
@@ -393,9 +393,9 @@ static void simulate(IrModule *m, void *x, void *o, void *o2)
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("sim", ctx);
     Arena scratch;
     arena_init(&scratch);
-    uint32_t smem = 0;
+    CgKernelFacts facts;
     CgTarget t = sm90a;
-    assert_true(cg_lower_func(f, &t, ctx, mod, &scratch, &smem, &d));
+    assert_true(cg_lower_func(f, &t, ctx, mod, &scratch, &facts, &d));
     arena_free(&scratch);
     /* the NVVM intrinsics become host functions */
     static const struct { const char *nvvm, *host; void *fn; } map[] = {
@@ -428,7 +428,7 @@ static void simulate(IrModule *m, void *x, void *o, void *o2)
     if (LLVMCreateMCJITCompilerForModule(&ee, mod, &opt, sizeof opt, &err)) fail_msg("JIT: %s", err);
     for (size_t i = 0; i < TL_COUNTOF(map); i++)
         if (decl[i]) LLVMAddGlobalMapping(ee, decl[i], map[i].fn);
-    void *smem_buf = calloc(1, smem + 16);
+    void *smem_buf = calloc(1, facts.smem_dynamic + 16);
     LLVMValueRef g = LLVMGetNamedGlobal(mod, "__tilec_smem");
     if (g) LLVMAddGlobalMapping(ee, g, smem_buf);
 
@@ -522,7 +522,7 @@ static void run_interp(IrFunc *f, void *x, size_t xb, void *o, size_t ob, void *
     args[3].kind = IARG_SCALAR;
     args[3].i = 1;
     uint32_t grid[3] = {1, 1, 1};
-    InterpOptions opt = {NULL, 0};
+    InterpOptions opt = {0};
     Diag d;
     diag_init(&d, "t.tir", NULL, 0, stderr, DIAG_COLOR_NEVER);
     assert_true(interp_run(f, bufs, 3, args, grid, &opt, &d));

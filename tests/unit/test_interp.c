@@ -118,7 +118,7 @@ static bool run(Kb *k, InterpBuf *bufs, uint32_t nbufs, const InterpArg *args, u
     verify(k);
     diag_reset();
     FILE *pf = fmemopen(print_text, sizeof print_text, "w");
-    InterpOptions opt = {pf, max_steps};
+    InterpOptions opt = {.print_out = pf, .max_steps = max_steps};
     uint32_t grid[3] = {gx, gy, gz};
     bool ok = interp_run(k->f, bufs, nbufs, args, grid, &opt, &diag);
     fclose(pf);

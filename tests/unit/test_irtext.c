@@ -65,7 +65,8 @@ static void expect_error(const char *text, const char *where_and_what)
 
 /* A kernel touching every printing path: header parts, colliding parameter
  * names, float specials, cmp, attributes, strings, multi-result ops, for with
- * stages and carried values, if, while, a grid. */
+ * stages and carried values, if, while, schedule annotations, smem buffers
+ * and the pipelining ops, a grid. */
 static IrModule *build_sample(void)
 {
     IrModule *m = ir_module_new("sample \"quoted\".tile");
@@ -76,7 +77,7 @@ static IrModule *build_sample(void)
     IrVal x = ir_func_add_param(f, "x", ir_ty_ptr(DT_F32));
     IrVal x2 = ir_func_add_param(f, "x", ir_ty_scalar(DT_I32));
     ir_func_add_param(f, "x_1", ir_ty_scalar(DT_I64));
-    ir_func_add_param(f, "9lives", ir_ty_view(DT_BF16, 2));
+    IrVal view = ir_func_add_param(f, "9lives", ir_ty_view(DT_BF16, 2));
     IrBuilder b = {0};
     ir_builder_at_end(&b, f, f->body);
     b.loc = (SrcLoc){2, 5};
@@ -113,6 +114,8 @@ static IrModule *build_sample(void)
     memset(&a, 0, sizeof a);
     a.i = 3;
     uint32_t loop = ir_build(&b, IR_FOR, fo, 5, fr, 2, &a);
+    f->ops[loop].latency = 3;
+    f->ops[loop].stage = 2;
     IrBlk body = f->ops[loop].region[0];
     IrVal iv = ir_block_add_arg(f, body, ir_ty_scalar(DT_I32));
     IrVal acc = ir_block_add_arg(f, body, fr[0]);
@@ -122,13 +125,15 @@ static IrModule *build_sample(void)
     lb.loc = (SrcLoc){4, 9};
     IrVal acc2 = ir_binary(&lb, IR_ADD, acc, acc);
     IrVal cnt2 = ir_binary(&lb, IR_ADD, cnt, iv);
+    f->ops[f->vals[cnt2].def].stage = 1;
     IrVal ys[2] = {acc2, cnt2};
-    ir_build(&lb, IR_YIELD, ys, 2, NULL, 0, NULL);
+    f->ops[ir_build(&lb, IR_YIELD, ys, 2, NULL, 0, NULL)].stage = 255;
     IrVal res0 = f->ops[loop].res;
 
     /* if with one result */
     IrType i32 = ir_ty_scalar(DT_I32);
     uint32_t br = ir_build(&b, IR_IF, &lt, 1, &i32, 1, NULL);
+    f->ops[br].latency = 255;
     IrBlk th = f->ops[br].region[0], el = f->ops[br].region[1];
     IrBuilder tb = {0};
     ir_builder_at_end(&tb, f, th);
@@ -139,6 +144,7 @@ static IrModule *build_sample(void)
 
     /* while (%a = %x2) : i32 { condition } do (%b: i32) { yield } */
     uint32_t wh = ir_build(&b, IR_WHILE, &x2, 1, &i32, 1, NULL);
+    f->ops[wh].stage = 1;
     IrBlk before = f->ops[wh].region[0], after = f->ops[wh].region[1];
     IrVal wa = ir_block_add_arg(f, before, i32);
     IrVal wb = ir_block_add_arg(f, after, i32);
@@ -149,6 +155,28 @@ static IrModule *build_sample(void)
     ir_builder_at_end(&tb, f, after);
     IrVal dec = ir_binary(&tb, IR_SUB, wb, one);
     ir_build(&tb, IR_YIELD, &dec, 1, NULL, 0, NULL);
+
+    /* a stage of an smem buffer loaded, waited for and read, a dot left in
+     * flight and its wait */
+    int32_t ta[2] = {64, 32}, tbk[2] = {32, 16}, tc[2] = {64, 16};
+    IrVal bufa = ir_build1(&b, IR_SMEM_ALLOC, NULL, 0, ir_ty_smem(DT_BF16, 4, 2, ta), NULL);
+    IrVal bufb = ir_build1(&b, IR_SMEM_ALLOC, NULL, 0, ir_ty_smem(DT_BF16, 1, 2, tbk), NULL);
+    IrVal lo[5] = {view, bufa, one, zero, x2};
+    uint32_t ld = ir_build(&b, IR_ASYNC_LOAD, lo, 5, NULL, 0, NULL);
+    f->ops[ld].latency = 2;
+    f->ops[ld].stage = 1;
+    IrVal wt[3] = {bufa, one, zero};
+    ir_build(&b, IR_ASYNC_WAIT, wt, 3, NULL, 0, NULL);
+    IrVal ra = ir_build1(&b, IR_SMEM_READ, wt, 2, ir_ty_tile(DT_BF16, false, 2, ta), NULL);
+    IrVal rb = ir_build1(&b, IR_SMEM_READ, (IrVal[]){bufb, zero}, 2, ir_ty_tile(DT_BF16, false, 2, tbk), NULL);
+    ir_build(&b, IR_BARRIER, NULL, 0, NULL, 0, NULL);
+    IrType tct = ir_ty_tile(DT_F32, false, 2, tc);
+    IrVal c0 = ir_build1(&b, IR_SPLAT, &fz, 1, tct, NULL);
+    memset(&a, 0, sizeof a);
+    a.i = 2;
+    IrVal dt = ir_build1(&b, IR_DOT, (IrVal[]){ra, rb, c0}, 3, tct, &a);
+    ir_build1(&b, IR_DOT_WAIT, &dt, 1, tct, NULL);
+    ir_build1(&b, IR_TMA_READY, &view, 1, ir_ty_scalar(DT_I1), NULL);
 
     IrVal st[2] = {x, fz};
     ir_build(&b, IR_STORE, st, 2, NULL, 0, NULL);
@@ -187,8 +215,20 @@ static void test_builder_round_trip(void **state)
     assert_non_null(strstr(text, "%12:2 = topk %11 {axis = 0, k = 4} : tile<f32>[4], tile<i32>[4] loc(2:5)\n"));
     assert_non_null(strstr(text, "{axis = 0, descending = true}"));
     assert_non_null(strstr(text, "{label = \"tab\\there \\\"q\\\" \\\\ \\x7f end\"}"));
-    assert_non_null(strstr(text, "%15:2 = for %17 = %0 to %x_1 step %1 iter(%18 = %11, %19 = %0) {stages = 3} : "
-                                 "tile<f32>[16], i32 loc(2:5) {\n"));
+    assert_non_null(strstr(text, "%15:2 = for %17 = %0 to %x_1 step %1 iter(%18 = %11, %19 = %0) {stages = 3, "
+                                 "latency = 3, stage = 1} : tile<f32>[16], i32 loc(2:5) {\n"));
+    assert_non_null(strstr(text, "%21 = add %19, %17 {stage = 0} : i32 loc(4:9)\n"));
+    assert_non_null(strstr(text, "    yield %20, %21 {stage = 254} loc(4:9)\n"));
+    assert_non_null(strstr(text, "%22 = if %9 {latency = 255} : i32 loc(2:5) {\n"));
+    assert_non_null(strstr(text, "%24 = while (%25 = %x_1) {stage = 0} : i32 loc(2:5) {\n"));
+    assert_non_null(strstr(text, "%29 = smem_alloc : smem<bf16>[4, 64, 32] loc(2:5)\n"));
+    assert_non_null(strstr(text, "  async_load %arg, %29, %1, %0, %x_1 {latency = 2, stage = 0} loc(2:5)\n"));
+    assert_non_null(strstr(text, "  async_wait %29, %1, %0 loc(2:5)\n"));
+    assert_non_null(strstr(text, "%31 = smem_read %29, %1 : tile<bf16>[64, 32] loc(2:5)\n"));
+    assert_non_null(strstr(text, "  barrier loc(2:5)\n"));
+    assert_non_null(strstr(text, "%34 = dot %31, %32, %33 {pending = 2} : tile<f32>[64, 16] loc(2:5)\n"));
+    assert_non_null(strstr(text, "%35 = dot_wait %34 : tile<f32>[64, 16] loc(2:5)\n"));
+    assert_non_null(strstr(text, "%36 = tma_ready %arg : i1 loc(2:5)\n"));
     assert_non_null(strstr(text, "  } else {\n"));
     assert_non_null(strstr(text, "} do (%"));
     assert_non_null(strstr(text, "  return\n} grid {\n  yield %x_1\n}\n"));
@@ -352,6 +392,23 @@ static void test_parse_errors(void **state)
     expect_error(K("  %0 = while (%a = %x) : i32 {\n    condition %a, %a\n  } (%b: i32) {\n    yield %b\n  }\n"),
                  "t.tir:4:5: error: expected 'do', found '('");
     expect_error(K("  %0 = for %i = %x to %x {\n    yield\n  }\n"), "t.tir:2:26: error: expected 'step', found '{'");
+    /* smem types and schedule annotations */
+    expect_error(K("  %0 = smem_alloc : smem<f32>[4]\n"),
+                 "t.tir:2:32: error: an smem buffer has a stage count and at least one tile dimension");
+    expect_error(K("  %0 = smem_alloc : smem<f32>[2, 2, 2, 2, 2]\n"),
+                 "t.tir:2:43: error: an smem buffer has a stage count and at most 3 tile dimensions");
+    expect_error(K("  %0 = smem_alloc : smem<f32>[0, 4]\n"), "t.tir:2:31: error: a stage count out of range: 0");
+    expect_error(K("  %0 = smem_alloc : smem<f32>[2, 0]\n"), "t.tir:2:34: error: a tile dimension out of range: 0");
+    expect_error(K("  %0 = smem_alloc : smem<ptr<f32>>[2, 4]\n"),
+                 "t.tir:2:26: error: expected an element type (i1 ... f64), found 'ptr'");
+    expect_error(K("  %0 = add %x, %x {latency = 256} : i32\n"), "t.tir:2:30: error: a latency (0-255) out of range: 256");
+    expect_error(K("  %0 = add %x, %x {stage = 255} : i32\n"), "t.tir:2:28: error: a stage (0-254) out of range: 255");
+    expect_error(K("  %0 = add %x, %x {stage = -1} : i32\n"), "t.tir:2:28: error: a stage (0-254) out of range: -1");
+    expect_error(K("  %0 = add %x, %x {stage = 0, stage = 1} : i32\n"), "t.tir:2:31: error: attribute 'stage' given twice");
+    expect_error(K("  %0 = add %x, %x {latency = x} : i32\n"), "error: expected a latency (0-255), found 'x'");
+    expect_error(K("  %0 = reduce_sum %x {stage = 1} : i32\n"), "'reduce_sum' needs the attribute 'axis'");
+    expect_error(K("  %c = cmp lt %x, %x : i1\n  if %c {stages = 2} {\n    yield\n  } else {\n    yield\n  }\n"),
+                 "t.tir:3:10: error: 'if' has no attribute 'stages'");
 }
 
 static void test_deep_nesting_is_an_error(void **state)
