@@ -12,8 +12,10 @@
  *                                                                f32        f64          f32  f64
  *   exp      Cody-Waite by ln2 (hi/lo), Taylor to r^7 (f64:    0.87       0.85          1    1
  *            r^13), 2^n as two exact scalings (one rounding
- *            into subnormals); f32 rounds n = rint(x log2e)
- *            with the 1.5*2^23 trick instead of cvt (same bits)
+ *            into subnormals).  f32 (exp_f32, 18 instructions):
+ *            n = rint(x log2e) by fma with 1.5*2^23, 2^n as an
+ *            integer add to p's exponent bits and one multiply
+ *            by 2^m (m ~ n/2), NaN-propagating clamp
  *   exp2     n = rint(x), r = (x-n)*ln2, same polynomial       0.92       0.89          1    1
  *   log      x = m 2^e, m in [sqrt(1/2), sqrt(2)), f = m-1,    0.88       1.08          1    1.5
  *            s = f/(2+f), log1p(f) = f - s (f - R(s^2))
@@ -153,30 +155,46 @@ static LLVMValueRef scale_int(M *m, LLVMValueRef p, LLVMValueRef ni)
     return mul(m, mul(m, p, pow2i(m, n1)), pow2i(m, n2));
 }
 
+/* e^x in f32, 18 instructions (the f64 path below is the reference shape):
+ *   xc = clamp(x, -104, 89), NaN-propagating (max.NaN/min.NaN keep NaN, so
+ *        no final select);
+ *   t  = fma(xc, log2e, 1.5*2^23): n + 1.5*2^23, n = rint(xc*log2e) of the
+ *        exact product (t's ulp is 1); n = t - 1.5*2^23 exactly;
+ *   r  = xc - n ln2 (Cody-Waite hi/lo), p = e^r (Taylor, exp_poly);
+ *   t2 = fma(xc, log2e/2, 1.5*2^23): m + 1.5*2^23, m ~ n/2 (|n - m| <= 76);
+ *   y  = [p * 2^(n-m)] * 2^m: the bracket is exact, an integer add of
+ *        (n - m) << 23 to p's bits (p in [0.7, 1.42]: stays normal); 2^m is
+ *        (m + 127) << 23, and m << 23 is t2's bits << 23 (1.5*2^23's bits,
+ *        0x4b400000, vanish in the shift); n - m is bits(t) - bits(t2).  So
+ *        the one rounding is the final multiply, also into subnormals, and
+ *        an overflow is inf.  A NaN makes t and t2 the same NaN: n - m = 0,
+ *        q stays NaN, 2^m is finite, y is NaN. */
+static LLVMValueRef exp_f32(M *m, LLVMValueRef x, double hi, double lo)
+{
+    LLVMBuilderRef b = m->cg->b;
+    LLVMValueRef xc = bin(m, "minimum", bin(m, "maximum", x, K(m, -104.0)), K(m, 89.0));
+    LLVMValueRef t = fma3(m, xc, K(m, 0x1.71547652b82fep0), K(m, 0x1.8p23));
+    LLVMValueRef n = sub(m, t, K(m, 0x1.8p23));
+    LLVMValueRef r = fma3(m, neg(m, n), K(m, hi), xc);
+    r = fma3(m, neg(m, n), K(m, lo), r);
+    LLVMValueRef p = exp_poly(m, r);
+    LLVMValueRef t2 = fma3(m, xc, K(m, 0x1.71547652b82fep-1), K(m, 0x1.8p23));
+    LLVMValueRef tb = LLVMBuildBitCast(b, t, m->it, ""), t2b = LLVMBuildBitCast(b, t2, m->it, "");
+    LLVMValueRef d = LLVMBuildSub(b, tb, t2b, "");
+    LLVMValueRef q = LLVMBuildAdd(b, LLVMBuildBitCast(b, p, m->it, ""), LLVMBuildShl(b, d, LLVMConstInt(m->it, 23, 0), ""), "");
+    LLVMValueRef s = LLVMBuildAdd(b, LLVMBuildShl(b, t2b, LLVMConstInt(m->it, 23, 0), ""), LLVMConstInt(m->it, 0x3f800000u, 0), "");
+    return mul(m, LLVMBuildBitCast(b, q, m->t, ""), LLVMBuildBitCast(b, s, m->t, ""));
+}
+
 static LLVMValueRef m_exp(M *m, LLVMValueRef x)
 {
-    /* clamp: beyond these the result is inf or 0 anyway; NaN is restored at the end */
-    LLVMValueRef xc = bin(m, "minnum", bin(m, "maxnum", x, K(m, m->f64 ? -746.0 : -104.0)), K(m, m->f64 ? 710.0 : 89.0));
     double hi = m->f64 ? 0x1.62e42fee00000p-1 : 0x1.62e4p-1;
     double lo = m->f64 ? 0x1.a39ef35793c76p-33 : (double)(float)(0x1.62e42fefa39efp-1 - 0x1.62e4p-1);
-    LLVMValueRef v = mul(m, xc, K(m, 0x1.71547652b82fep0));
-    LLVMValueRef n, ni;
-    if (m->f64) {
-        n = un(m, "rint", v);
-        ni = LLVMBuildFPToSI(m->cg->b, n, m->it, "");
-    } else {
-        /* rint(v) for |v| < 2^22 (here |v| <= 151) without the conversion
-         * unit: v + 1.5*2^23 rounds v to an integer, ties to even, exactly as
-         * rint does; subtracting gives n (bit-identical, up to the sign of a
-         * zero n, which neither r nor the scaling can see) and the bits of the
-         * sum minus those of 1.5*2^23 give n as an integer (exactly what
-         * fptosi gave): two full-rate adds and an integer sub for the two
-         * quarter-rate cvt.rni and cvt.rzi. */
-        LLVMBuilderRef b = m->cg->b;
-        LLVMValueRef t = add(m, v, K(m, 0x1.8p23));
-        n = sub(m, t, K(m, 0x1.8p23));
-        ni = LLVMBuildSub(b, LLVMBuildBitCast(b, t, m->it, ""), LLVMConstInt(m->it, 0x4b400000u, 0), "");
-    }
+    if (!m->f64) return exp_f32(m, x, hi, lo);
+    /* clamp: beyond these the result is inf or 0 anyway; NaN is restored at the end */
+    LLVMValueRef xc = bin(m, "minnum", bin(m, "maxnum", x, K(m, -746.0)), K(m, 710.0));
+    LLVMValueRef n = un(m, "rint", mul(m, xc, K(m, 0x1.71547652b82fep0)));
+    LLVMValueRef ni = LLVMBuildFPToSI(m->cg->b, n, m->it, "");
     LLVMValueRef r = fma3(m, neg(m, n), K(m, hi), xc);
     r = fma3(m, neg(m, n), K(m, lo), r);
     LLVMValueRef y = scale_int(m, exp_poly(m, r), ni);

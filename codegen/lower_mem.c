@@ -326,14 +326,24 @@ struct Access {
     LLVMValueRef *fptr;      /* per group start: its address where vec_ok holds (NULL: ptr) */
     uint32_t skip;           /* register bits to skip (stores: replicated registers) */
     /* block accesses: ptr is built where the predicated path needs it (NULL
-     * until then), so its 64-bit arithmetic stays out of the vector path */
+     * until then), so its 64-bit arithmetic stays out of the vector path;
+     * likewise the per-register masks when `all_in` (every element of the
+     * thread in bounds, from two coordinates per dim) decides the fast path:
+     * built in the predicated path, they are not live across the kernel */
     void (*make_ptr)(Cg *cg, struct Access *A);
+    void (*make_mask)(Cg *cg, struct Access *A);
+    LLVMValueRef all_in;     /* i1 or NULL: with make_mask, AND of the masks to come */
+    LLVMValueRef own;        /* i1 or NULL: the store owner predicate, for make_mask */
     const void *blk;
 };
 
 static void need_ptr(Cg *cg, Access *A)
 {
     if (!A->ptr && A->make_ptr) A->make_ptr(cg, A);
+    if (A->make_mask) {
+        A->make_mask(cg, A);
+        A->make_mask = NULL;
+    }
 }
 
 /* The fast path of an access of vector groups: every group of this thread
@@ -341,12 +351,12 @@ static void need_ptr(Cg *cg, Access *A)
 static void branch_fast(Cg *cg, const Access *A, LLVMBasicBlockRef fast, LLVMBasicBlockRef slow)
 {
     uint32_t bytes = A->g * (uint32_t)dt_bytes(A->dt);
-    LLVMValueRef ok = A->vec_ok, misal = NULL;
+    LLVMValueRef ok = A->make_mask ? and_opt(cg, A->vec_ok, A->all_in) : A->vec_ok, misal = NULL;
     for (uint32_t r0 = 0; r0 < A->n; r0 += A->g) {
         if (r0 & A->skip) continue;
         LLVMValueRef p = LLVMBuildPtrToInt(cg->b, A->fptr ? A->fptr[r0] : A->ptr[r0], cg->i64, "");
         misal = misal ? LLVMBuildOr(cg->b, misal, p, "") : p;
-        for (uint32_t i = 0; i < A->g && A->mask; i++) ok = and_opt(cg, ok, A->mask[r0 + i]);
+        for (uint32_t i = 0; i < A->g && A->mask && !A->make_mask; i++) ok = and_opt(cg, ok, A->mask[r0 + i]);
     }
     /* all groups aligned: the OR of their addresses has no low bits */
     LLVMValueRef al = LLVMBuildICmp(cg->b, LLVMIntEQ, LLVMBuildAnd(cg->b, misal, k64(cg, bytes - 1), ""), k64(cg, 0), "");
@@ -530,6 +540,11 @@ static void own_stores(Cg *cg, const Layout *L, Access *A)
     A->skip = layout_replicated(L, LL_REG);
     LLVMValueRef own = cg_owner_pred(cg, L);
     if (!own) return;
+    if (A->make_mask) { /* masks come later: they and the fast path's test take `own` */
+        A->own = own;
+        A->all_in = and_opt(cg, A->all_in, own);
+        return;
+    }
     LLVMValueRef *m = ARENA_ARRAY(cg->scratch, LLVMValueRef, A->n);
     for (uint32_t r = 0; r < A->n; r++) m[r] = and_opt(cg, A->mask ? A->mask[r] : NULL, own);
     A->mask = m;
@@ -611,7 +626,45 @@ typedef struct BlkCtx {
     int rank;
     bool spread[IR_MAXRANK];
     LLVMValueRef off[IR_MAXRANK], base, toff;
+    LLVMValueRef lo[IR_MAXRANK], hi[IR_MAXRANK], in0;
 } BlkCtx;
+
+/* The in-bounds mask of each register: in0 (the scalar dims) and, per spread
+ * dim, its coordinate c in [lo, hi); `own` (stores) folded in. */
+static void block_masks(Cg *cg, Access *A)
+{
+    const BlkCtx *c = A->blk;
+    LLVMBuilderRef b = cg->b;
+    A->mask = ARENA_ARRAY(cg->scratch, LLVMValueRef, A->n);
+    for (uint32_t r = 0; r < A->n; r++) {
+        LLVMValueRef in = c->in0;
+        for (int k = 0; k < c->rank; k++) {
+            if (!c->spread[k]) continue;
+            LLVMValueRef co = cg_coord(cg, c->L, c->toff, r, k);
+            in = and_opt(cg, in, LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntUGE, co, c->lo[k], ""),
+                                              LLVMBuildICmp(b, LLVMIntULT, co, c->hi[k], ""), ""));
+        }
+        in = and_opt(cg, in, A->own);
+        A->mask[r] = in ? in : LLVMConstInt(cg->i1, 1, 0);
+    }
+}
+
+/* Whether the register bases of L are pairwise disjoint and disjoint from
+ * every lane and warp basis: then a register's flat index is the thread's
+ * offset OR the register's part, so along each dim the thread's coordinates
+ * run from that of register 0 to that of the last register (all bits set). */
+static bool regs_disjoint(const Layout *L)
+{
+    uint32_t seen = 0;
+    for (int in = 0; in < LL_NIN; in++)
+        for (int i = 0; i < L->nbits[in]; i++) {
+            uint32_t v = L->basis[in][i];
+            if (in != LL_REG && !v) continue;
+            if (v & seen) return false;
+            seen |= v;
+        }
+    return true;
+}
 
 /* The predicated path's addresses: base + sum over spread dims of (off + c) * stride. */
 static void block_ptrs(Cg *cg, Access *A)
@@ -642,7 +695,7 @@ static void block_access(Cg *cg, IrOp *op, IrType bt, const Layout *L, Access *A
     int rank = cx->rank = bt.rank;
     cx->L = L;
     uint32_t n = L ? layout_nregs(L) : 1;
-    LLVMValueRef lo[IR_MAXRANK], hi[IR_MAXRANK];
+    LLVMValueRef *lo = cx->lo, *hi = cx->hi;
     LLVMValueRef in0 = NULL, base = k64(cg, 0); /* the scalar dims' test and offset */
     for (int k = 0; k < rank; k++) {
         IrVal o = ir_opnd(f, op, 1 + (uint32_t)k);
@@ -678,7 +731,6 @@ static void block_access(Cg *cg, IrOp *op, IrType bt, const Layout *L, Access *A
     A->g = L && rank ? group_size(L, dt_bytes(A->dt), 16) : 1;
     A->blk = cx;
     A->make_ptr = block_ptrs;
-    A->mask = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
     bool two = two_paths(A);
     LLVMValueRef fbase = NULL;
     if (two) { /* the vector path: stride[last] == 1, so a group is fbase + a constant */
@@ -686,25 +738,34 @@ static void block_access(Cg *cg, IrOp *op, IrType bt, const Layout *L, Access *A
         fbase = LLVMBuildGEP2(b, st, V->ptr, &fo, 1, "");
         A->fptr = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
     }
-    for (uint32_t r = 0; r < n; r++) {
-        LLVMValueRef in = in0, fidx = NULL;
+    cx->in0 = in0;
+    for (uint32_t r = 0; two && r < n; r += A->g) {
+        LLVMValueRef fidx = NULL;
         for (int k = 0; k < rank; k++) {
             if (!cx->spread[k]) continue;
-            LLVMValueRef c = cg_coord(cg, L, cx->toff, r, k);
-            in = and_opt(cg, in, LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntUGE, c, lo[k], ""),
-                                              LLVMBuildICmp(b, LLVMIntULT, c, hi[k], ""), ""));
-            if (!two || r % A->g) continue;
-            LLVMValueRef c64 = LLVMBuildZExt(b, c, cg->i64, "");
+            LLVMValueRef c64 = LLVMBuildZExt(b, cg_coord(cg, L, cx->toff, r, k), cg->i64, "");
             LLVMValueRef part = k == rank - 1 ? c64 : LLVMBuildMul(b, LLVMBuildAdd(b, cx->off[k], c64, ""), V->stride[k], "");
             fidx = fidx ? LLVMBuildAdd(b, fidx, part, "") : part;
         }
-        A->mask[r] = in ? in : LLVMConstInt(cg->i1, 1, 0);
-        if (two && r % A->g == 0) {
-            LLVMValueRef fi = fidx ? fidx : k64(cg, 0);
-            A->fptr[r] = LLVMBuildGEP2(b, st, fbase, &fi, 1, "");
-        }
+        LLVMValueRef fi = fidx ? fidx : k64(cg, 0);
+        A->fptr[r] = LLVMBuildGEP2(b, st, fbase, &fi, 1, "");
     }
     if (A->g > 1) A->vec_ok = LLVMBuildICmp(b, LLVMIntEQ, V->stride[rank - 1], k64(cg, 1), "unit_stride");
+    if (two && L && regs_disjoint(L)) {
+        /* the fast path's test: per spread dim, the first and last coordinate */
+        LLVMValueRef all = in0;
+        uint32_t last = layout_nregs(L) - 1;
+        for (int k = 0; k < rank; k++) {
+            if (!cx->spread[k]) continue;
+            LLVMValueRef cmin = cg_coord(cg, L, cx->toff, 0, k), cmax = cg_coord(cg, L, cx->toff, last, k);
+            all = and_opt(cg, all, LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntUGE, cmin, lo[k], ""),
+                                               LLVMBuildICmp(b, LLVMIntULT, cmax, hi[k], ""), ""));
+        }
+        A->all_in = all ? all : LLVMConstInt(cg->i1, 1, 0);
+        A->make_mask = block_masks;
+        return;
+    }
+    block_masks(cg, A);
     if (!two) block_ptrs(cg, A);
 }
 

@@ -12,7 +12,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build-gpu}
-stage=$root/.gpu
+stage=${STAGE:-$root/.gpu}   # STAGE=DIR stages elsewhere (another session may use .gpu/)
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTILEC_LLVM_STATIC=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
 rm -rf "$stage"

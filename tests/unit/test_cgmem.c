@@ -120,10 +120,10 @@ static bool compile(K *k, const char *arch, bool debug, StrBuf *ptx, char **llvm
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("t", ctx);
     Arena scratch;
     arena_init(&scratch);
-    uint32_t smem = 0;
+    CgKernelFacts facts;
     Diag d;
     diag_init(&d, "t.tile", "", 0, stderr, DIAG_COLOR_NEVER);
-    bool ok = cg_lower_func(k->f, &t, ctx, mod, &scratch, &smem, &d);
+    bool ok = cg_lower_func(k->f, &t, ctx, mod, &scratch, &facts, &d);
     arena_free(&scratch);
     assert_true(ok);
     char *err = NULL;
@@ -498,7 +498,7 @@ static double dfact2(int n)
         for (int k = terms - 1; k >= 0; k--) p = FMA(p, r, (T)(1.0 / fact(k)));                                  \
         return p;                                                                                                \
     }                                                                                                            \
-    static T m_exp_##S(T x)                                                                                      \
+    static inline T m_exp_cw_##S(T x)                                                                            \
     {                                                                                                            \
         T xc = FMIN(FMAX(x, (T)(F64 ? -746.0 : -104.0)), (T)(F64 ? 710.0 : 89.0));                               \
         T hi = (T)(F64 ? 0x1.62e42fee00000p-1 : 0x1.62e4p-1);                                                    \
@@ -583,8 +583,37 @@ static double dfact2(int n)
         return COPYSIGN(a < (T)0.55 ? small : big, x);                                                           \
     }
 
+static float m_exp_f32(float x);
+static double m_exp_f64(double x);
 MATH_MIRROR(float, f32, int32_t, 0, fmaf, rintf, fabsf, fminf, fmaxf, copysignf)
 MATH_MIRROR(double, f64, int64_t, 1, fma, rint, fabs, fmin, fmax, copysign)
+static double m_exp_f64(double x) { return m_exp_cw_f64(x); }
+
+/* lower_math.c's exp_f32: NaN-propagating clamp, n and m ~ n/2 by the
+ * 1.5*2^23 trick on fma, y = [p * 2^(n-m)] * 2^m through integer adds on the
+ * bits (the same operations, in the same order, as the PTX). */
+static float nan_max(float a, float b) { return isnan(a) || isnan(b) ? NAN : fmaxf(a, b); }
+static float nan_min(float a, float b) { return isnan(a) || isnan(b) ? NAN : fminf(a, b); }
+static float m_exp_f32(float x)
+{
+    const float hi = 0x1.62e4p-1f, lo = (float)(0x1.62e42fefa39efp-1 - 0x1.62e4p-1);
+    float xc = nan_min(nan_max(x, -104.0f), 89.0f);
+    float t = fmaf(xc, (float)0x1.71547652b82fep0, 0x1.8p23f);
+    float n = t - 0x1.8p23f;
+    float r = fmaf(-n, hi, xc);
+    r = fmaf(-n, lo, r);
+    float p = exp_poly_f32(r);
+    float t2 = fmaf(xc, (float)0x1.71547652b82fep-1, 0x1.8p23f);
+    uint32_t tb, t2b, pb;
+    memcpy(&tb, &t, 4);
+    memcpy(&t2b, &t2, 4);
+    memcpy(&pb, &p, 4);
+    uint32_t qb = pb + ((tb - t2b) << 23), sb = (t2b << 23) + 0x3f800000u;
+    float q, sc;
+    memcpy(&q, &qb, 4);
+    memcpy(&sc, &sb, 4);
+    return q * sc;
+}
 
 static double h_erf(double x, double split, int ns, int nc)
 {

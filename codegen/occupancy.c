@@ -1,0 +1,163 @@
+/* occupancy.c: the CTAs per SM a kernel asks ptxas to make room for.
+ *
+ * A memory-bound kernel that keeps whole rows in registers (softmax, norms)
+ * overlaps one CTA's loads with another's arithmetic and stores only when
+ * several CTAs share an SM; left alone, ptxas spends registers on
+ * instruction-level parallelism (128-234 per thread for rows of 32 f32
+ * elements per thread: one or two CTAs per SM).  For kernels without DOT:
+ *   1. Estimate the registers the kernel's tiles need per thread: walk the
+ *      structured IR; in each block a value is live from its definition to
+ *      its last use there (a use inside a nested region counts at the op
+ *      holding the region); the pressure at an op is its results plus what
+ *      its block has live across it (operands used last there die into the
+ *      results), and for an op with regions, plus the peak inside them.  A tile weighs its
+ *      registers per thread in its layout (16-bit elements half, 64-bit and
+ *      pointers double).  Values codegen recomputes where used (arange,
+ *      splat, constants and pure elementwise ops or reshapes of them) weigh 0.
+ *   2. R = peak + 32 (addresses, loop and reduction temporaries), rounded up
+ *      to 8, at least 40.
+ *   3. CTAs = min(65536 / (threads * R), 2048 / threads); with 2 or more it
+ *      is emitted as .minnctapersm, which caps ptxas at 65536 / (CTAs *
+ *      threads) registers.
+ * Measured on the H200 (4096 rows, 2026-11-29): softmax f32 8k at 64
+ * registers (4 CTAs) 3.79 TB/s against 2.36 at ptxas's 162; rmsnorm f32 8k at
+ * 128 (2 CTAs) 3.79, but capped at 64 it spilled in the hot path (x and w
+ * both live: 2.39) -- hence the liveness estimate rather than the largest
+ * tile.  Kernels with DOT keep ptxas's choice.
+ * TILEC_MIN_CTAS=N in the environment overrides the result (0: no hint), for
+ * tuning experiments; TILEC_OCC_DEBUG=1 prints the estimated peak.
+ */
+#include "lower_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct Occ {
+    IrFunc *f;
+    int threads;
+    uint8_t *free_;     /* per value: recomputed where used */
+    uint32_t *last;     /* per value: index of its last use in its own block */
+} Occ;
+
+/* Registers per thread of tile v (0 for scalars and free values). */
+static double weight(Occ *o, IrVal v)
+{
+    IrFunc *f = o->f;
+    IrType t = ir_vty(f, v);
+    if (t.kind != TY_TILE || t.rank == 0 || o->free_[v]) return 0;
+    double regs;
+    uint32_t li = f->val_layout && v < f->nval_layout ? f->val_layout[v] : 0;
+    if (li) {
+        const Layout *L = &f->layouts[li];
+        regs = (double)(layout_nregs(L) >> __builtin_popcount(layout_replicated(L, LL_REG)));
+    } else {
+        regs = (double)((ir_ty_numel(t) + o->threads - 1) / o->threads);
+    }
+    int bytes = t.isptr ? 8 : dt_bytes((DType)t.dt);
+    return regs * (bytes < 2 ? 0.25 : bytes / 4.0);
+}
+
+static void mark_free(Occ *o, IrOp *op)
+{
+    IrFunc *f = o->f;
+    bool fr;
+    switch ((IrOpcode)op->opc) {
+    case IR_ARANGE: case IR_SPLAT: case IR_CONST: fr = true; break;
+    case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_ADDPTR:
+        fr = true;
+        for (uint32_t k = 0; k < op->nopnd; k++) {
+            IrVal x = ir_opnd(f, op, k);
+            IrType xt = ir_vty(f, x);
+            if (xt.kind == TY_TILE && xt.rank > 0 && !o->free_[x]) fr = false;
+        }
+        break;
+    default:
+        fr = (ir_opinfo[op->opc].flags & IR_PURE) && (ir_opinfo[op->opc].flags & IR_ELEM) && op->nregion == 0;
+        for (uint32_t k = 0; fr && k < op->nopnd; k++) {
+            IrVal x = ir_opnd(f, op, k);
+            IrType xt = ir_vty(f, x);
+            if (xt.kind == TY_TILE && xt.rank > 0 && !o->free_[x]) fr = false;
+        }
+        break;
+    }
+    for (uint32_t i = 0; i < op->nres; i++) o->free_[ir_res(op, i)] = fr;
+}
+
+/* The block defining v. */
+static IrBlk def_block(IrFunc *f, IrVal v)
+{
+    const IrValue *x = &f->vals[v];
+    return x->is_arg ? (IrBlk)x->def : ir_op(f, x->def)->parent;
+}
+
+/* Records uses at index `at` of block b (op is b's op `at`, or nested in it)
+ * of the values b defines: every operand of op and of the ops in its regions. */
+static void note_uses(Occ *o, IrBlk b, IrOp *op, uint32_t at)
+{
+    IrFunc *f = o->f;
+    for (uint32_t k = 0; k < op->nopnd; k++) {
+        IrVal v = ir_opnd(f, op, k);
+        if (v && v < f->nvals && def_block(f, v) == b && o->last[v] < at) o->last[v] = at;
+    }
+    for (uint32_t r = 0; r < op->nregion; r++) {
+        IrBlock *B = ir_blk(f, op->region[r]);
+        for (uint32_t i = 0; i < B->nops; i++) note_uses(o, b, ir_op(f, B->ops[i]), at);
+    }
+}
+
+/* Peak registers per thread inside block b. */
+static double peak(Occ *o, IrBlk b)
+{
+    IrFunc *f = o->f;
+    IrBlock *B = ir_blk(f, b);
+    /* last uses, in this block's indices, of the values this block defines */
+    for (uint32_t i = 0; i < B->nargs; i++) o->last[B->args[i]] = 0;
+    for (uint32_t i = 0; i < B->nops; i++) {
+        IrOp *op = ir_op(f, B->ops[i]);
+        mark_free(o, op);
+        for (uint32_t k = 0; k < op->nres; k++) o->last[ir_res(op, k)] = i;
+    }
+    /* uses overwrite: a value's last use is the largest index using it */
+    for (uint32_t i = 0; i < B->nops; i++) note_uses(o, b, ir_op(f, B->ops[i]), i);
+    double best = 0;
+    for (uint32_t i = 0; i < B->nops; i++) {
+        IrOp *op = ir_op(f, B->ops[i]);
+        /* live across op i: its results, and earlier values used later (or
+         * inside its regions); an operand used last by op i dies into it */
+        uint32_t reach = op->nregion ? i : i + 1;
+        double live = 0;
+        for (uint32_t a = 0; a < B->nargs; a++)
+            if (o->last[B->args[a]] >= reach) live += weight(o, B->args[a]);
+        for (uint32_t j = 0; j <= i; j++) {
+            IrOp *d = ir_op(f, B->ops[j]);
+            for (uint32_t k = 0; k < d->nres; k++)
+                if (j == i || o->last[ir_res(d, k)] >= reach) live += weight(o, ir_res(d, k));
+        }
+        double inner = 0;
+        for (uint32_t r = 0; r < op->nregion; r++) {
+            double p = peak(o, op->region[r]);
+            if (p > inner) inner = p;
+        }
+        if (live + inner > best) best = live + inner;
+    }
+    return best;
+}
+
+int cg_min_ctas(IrFunc *f, int warps)
+{
+    const char *env = getenv("TILEC_MIN_CTAS");
+    if (env && *env) return atoi(env);
+    for (uint32_t i = 0; i < f->nops; i++)
+        if (ir_op(f, i)->opc == IR_DOT) return 0;
+    int threads = 32 * warps;
+    Occ o = {f, threads, tl_xcalloc(f->nvals, 1), tl_xcalloc(f->nvals, sizeof(uint32_t))};
+    double p = peak(&o, f->body);
+    if (getenv("TILEC_OCC_DEBUG")) fprintf(stderr, "occupancy: %s peak %.1f regs/thread\n", f->name, p);
+    free(o.free_);
+    free(o.last);
+    int64_t r = ((int64_t)p + 32 + 7) / 8 * 8;
+    if (r < 40) r = 40;
+    int64_t ctas = 65536 / ((int64_t)threads * r);
+    if (ctas > 2048 / threads) ctas = 2048 / threads;
+    return ctas < 1 ? 1 : (int)ctas;
+}
