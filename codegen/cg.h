@@ -45,7 +45,8 @@ typedef struct CgResult {
     void *cubin;                    /* CG_EMIT_CUBIN */
     size_t cubin_len;
     StrBuf info;                    /* nvJitLink's info log: registers, spills, shared memory */
-    struct CgKernelFacts *facts;    /* one per kernel, in module order */
+    struct CgKernelFacts *facts;    /* one per kernel, in module order (their TMA descriptors owned here) */
+    uint32_t nfacts;
 } CgResult;
 
 struct IrModule;

@@ -26,6 +26,7 @@ void cg_result_free(CgResult *r)
     sb_free(&r->ptx);
     sb_free(&r->info);
     free(r->cubin);
+    for (uint32_t i = 0; r->facts && i < r->nfacts; i++) free((void *)r->facts[i].tma);
     free(r->facts);
     memset(r, 0, sizeof *r);
 }
@@ -40,17 +41,13 @@ bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit upto, CgResult *ou
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(m->file, ctx);
     out->facts = tl_xcalloc(m->nfuncs ? m->nfuncs : 1, sizeof *out->facts);
+    out->nfacts = m->nfuncs;
     bool ok = true;
     for (uint32_t i = 0; i < m->nfuncs && ok; i++) {
-        IrFunc *f = m->funcs[i];
         Arena scratch;
         arena_init(&scratch);
-        uint32_t smem = 0;
-        ok = cg_lower_func(f, t, ctx, mod, &scratch, &smem, d);
+        ok = cg_lower_func(m->funcs[i], t, ctx, mod, &scratch, &out->facts[i], d);
         arena_free(&scratch);
-        out->facts[i].warps = f->warps ? f->warps : 4;
-        out->facts[i].smem_static = 0;
-        out->facts[i].smem_dynamic = smem;
     }
     if (!ok) {
         LLVMDisposeModule(mod);

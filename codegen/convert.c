@@ -103,6 +103,30 @@ void cg_smem_store_shared(Cg *cg, IrVal x, const SharedLayout *S, LLVMValueRef b
     LLVMPositionBuilderAtEnd(cg->b, done);
 }
 
+void cg_smem_load_shared(Cg *cg, const Layout *L, const SharedLayout *S, LLVMTypeRef et, LLVMValueRef base,
+                         LLVMValueRef *out)
+{
+    Layout C = layout_shared_compose(L, S);
+    uint32_t vec = (uint32_t)layout_shared_max_vec(L, S), eb = S->ebytes;
+    uint32_t rep_reg = layout_replicated(L, LL_REG);
+    LLVMValueRef toff = cg_thread_offset(cg, &C);
+    LLVMTypeRef vt = vec > 1 ? LLVMVectorType(et, vec) : et;
+    for (uint32_t r = 0; r < layout_nregs(L); r += vec) {
+        if (r & rep_reg) { /* a replicated copy (never inside a vector: max_vec stops there) */
+            for (uint32_t i = 0; i < vec; i++) out[r + i] = out[(r & ~rep_reg) + i];
+            continue;
+        }
+        LLVMValueRef off = LLVMBuildXor(cg->b, toff, LLVMConstInt(cg->i32, layout_apply(&C, r, 0, 0), 0), "");
+        off = LLVMBuildMul(cg->b, off, LLVMConstInt(cg->i32, eb, 0), "");
+        LLVMValueRef ld = LLVMBuildLoad2(cg->b, vt, LLVMBuildGEP2(cg->b, cg->i8, base, &off, 1, ""), "");
+        LLVMSetAlignment(ld, vec * eb);
+        if (vec == 1) out[r] = ld;
+        else
+            for (uint32_t i = 0; i < vec; i++)
+                out[r + i] = LLVMBuildExtractElement(cg->b, ld, LLVMConstInt(cg->i32, i, 0), "");
+    }
+}
+
 static void smem_gather(Cg *cg, IrVal x, const Layout *to, SrcIndexFn src_index, const void *ctx, LLVMValueRef *out)
 {
     IrType xt = ir_vty(cg->f, x);

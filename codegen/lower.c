@@ -1,7 +1,10 @@
 /* lower.c: layout-annotated tile IR -> LLVM IR for one kernel.
  *
  * 1. Declare the kernel with the ABI of runtime/tilert.h (views expand to
- *    pointer, shape[N], stride[N]) and mark it a kernel with its thread count.
+ *    pointer, shape[N], stride[N], then the 128-byte TMA descriptors the
+ *    view's async loads use, grid_constant) and mark it a kernel with its
+ *    thread count.  The pipelining ops' buffers and descriptors are planned
+ *    first (lower_async.c), as the signature depends on them.
  * 2. In the entry block compute tid, lane and warp once.
  * 3. Walk the body in order; each op's hook (the table below, generated from
  *    ir/ops.def) turns its operands' registers into its results' registers.
@@ -131,6 +134,25 @@ LLVMValueRef cg_smem(Cg *cg, uint32_t bytes)
 {
     if (bytes > cg->smem_bytes) cg->smem_bytes = bytes;
     return cg->smem;
+}
+
+void cg_asm_void(Cg *cg, const char *text)
+{
+    LLVMTypeRef fty = LLVMFunctionType(cg->vd, NULL, 0, 0);
+    const char *cons = "~{memory}";
+    LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
+                                         LLVMInlineAsmDialectATT, 0);
+    LLVMBuildCall2(cg->b, fty, asmv, NULL, 0, "");
+}
+
+LLVMBasicBlockRef cg_thread0(Cg *cg)
+{
+    LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "thread0");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "thread0.done");
+    LLVMValueRef is0 = LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, LLVMConstInt(cg->i32, 0, 0), "");
+    LLVMBuildCondBr(cg->b, is0, one, join);
+    LLVMPositionBuilderAtEnd(cg->b, one);
+    return join;
 }
 
 /* ---- values in another layout ------------------------------------------------ */
@@ -896,8 +918,20 @@ static void init_debug(Cg *cg, const char *file)
                           LLVMValueAsMetadata(LLVMConstInt(cg->i32, LLVMDebugMetadataVersion(), 0)));
 }
 
-bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod, Arena *scratch, uint32_t *smem_bytes,
-                   Diag *d)
+/* Marks the byval descriptor parameters grid_constant (1-based indices), so that
+ * their generic address is the parameter itself (cvta.param), with no local copy. */
+static void add_grid_constants(Cg *cg, const unsigned *idx, unsigned n)
+{
+    LLVMValueRef *v = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    for (unsigned i = 0; i < n; i++) v[i] = LLVMConstInt(cg->i32, idx[i] + 1, 0);
+    const char *key = "grid_constant";
+    LLVMValueRef md[3] = {cg->fn, LLVMMDStringInContext(cg->ctx, key, (unsigned)strlen(key)),
+                          LLVMMDNodeInContext(cg->ctx, v, n)};
+    LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations", LLVMMDNodeInContext(cg->ctx, md, 3));
+}
+
+bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod, Arena *scratch,
+                   CgKernelFacts *facts, Diag *d)
 {
     Cg cgs, *cg = &cgs;
     memset(cg, 0, sizeof *cg);
@@ -911,14 +945,24 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
     init_types(cg);
     cg->vals = ARENA_ARRAY(scratch, CgVal, f->nvals);
 
-    /* 1. the signature: views expand to pointer, shape[N], stride[N] */
+    memset(facts, 0, sizeof *facts);
+    facts->warps = cg->warps;
+
+    /* 1. the signature: views expand to pointer, shape[N], stride[N], descriptors */
+    if (!cg_async_plan(cg)) return false;
     LLVMTypeRef *pt = NULL;
     uint32_t np = 0, pcap = 0;
+    unsigned *desc_idx = ARENA_ARRAY(scratch, unsigned, cg->ntma ? cg->ntma : 1);
     for (uint32_t i = 0; i < f->nparams; i++) {
         IrType ty = f->params[i].ty;
         if (ty.kind == TY_VIEW) {
             VEC_PUSH(pt, np, pcap, cg->gptr);
             for (int k = 0; k < 2 * ty.rank; k++) VEC_PUSH(pt, np, pcap, cg->i64);
+            for (uint32_t j = 0; j < cg->ntma; j++) {
+                if (cg->tma[j].param != i) continue;
+                desc_idx[j] = np;
+                VEC_PUSH(pt, np, pcap, LLVMPointerTypeInContext(cg->ctx, 0));
+            }
         } else {
             VEC_PUSH(pt, np, pcap, cg_elem_type(cg, ty));
         }
@@ -929,6 +973,21 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
     LLVMSetFunctionCallConv(cg->fn, 71 /* PTX_Kernel */);
     add_annotation(cg, "kernel", 1);
     add_annotation(cg, "maxntidx", 32 * cg->warps);
+    if (cg->ntma) {
+        /* each descriptor: .param .align 64 .b8 NAME[128], passed by value */
+        LLVMAttributeRef by = LLVMCreateTypeAttribute(cg->ctx, LLVMGetEnumAttributeKindForName("byval", 5),
+                                                      LLVMArrayType(cg->i8, 128));
+        LLVMAttributeRef al = LLVMCreateEnumAttribute(cg->ctx, LLVMGetEnumAttributeKindForName("align", 5), 64);
+        cg->tma_param = ARENA_ARRAY(scratch, LLVMValueRef, cg->ntma);
+        for (uint32_t j = 0; j < cg->ntma; j++) {
+            LLVMAddAttributeAtIndex(cg->fn, desc_idx[j] + 1, by);
+            LLVMAddAttributeAtIndex(cg->fn, desc_idx[j] + 1, al);
+            cg->tma_param[j] = LLVMGetParam(cg->fn, desc_idx[j]);
+        }
+        add_grid_constants(cg, desc_idx, cg->ntma);
+    }
+    int min_ctas = cg_min_ctas(f, cg->warps);
+    if (min_ctas > 1) add_annotation(cg, "minctasm", min_ctas);
     cg->b = LLVMCreateBuilderInContext(cg->ctx);
     if (t->lineinfo) init_debug(cg, f->mod->file);
     LLVMPositionBuilderAtEnd(cg->b, LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "entry"));
@@ -945,6 +1004,7 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
         LLVMSetAlignment(sm, 128);
     }
     cg->smem = sm;
+    cg_async_entry(cg);
 
     /* parameters */
     IrBlock *body = ir_blk(f, f->body);
@@ -956,6 +1016,7 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
             cv->ptr = LLVMGetParam(cg->fn, pi++);
             for (int k = 0; k < ty.rank; k++) cv->shape[k] = LLVMGetParam(cg->fn, pi++);
             for (int k = 0; k < ty.rank; k++) cv->stride[k] = LLVMGetParam(cg->fn, pi++);
+            for (uint32_t j = 0; j < cg->ntma; j++) pi += cg->tma[j].param == i;
         } else {
             LLVMValueRef p = LLVMGetParam(cg->fn, pi++);
             cg_define(cg, body->args[i], &p, 1);
@@ -970,6 +1031,19 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
         LLVMDIBuilderFinalize(cg->di);
         LLVMDisposeDIBuilder(cg->di);
     }
-    *smem_bytes = cg->smem_bytes;
+    /* the buffers' region (after up to 1024 bytes of alignment) comes before the scratch area */
+    facts->smem_dynamic = cg->smem_bytes + (cg->nbufs ? 1024 + cg->buf_bytes : 0);
+    if (cg->nbufs && facts->smem_dynamic > 227 * 1024 && !cg->failed) {
+        diag_error(d, f->loc, "'%s' needs %u bytes of shared memory: %u for its buffers (with their barriers and 1024 "
+                   "of alignment) and %u of scratch; at most 232448", f->source_name, facts->smem_dynamic,
+                   1024 + cg->buf_bytes, cg->smem_bytes);
+        cg->failed = true;
+    }
+    if (cg->ntma) {
+        CgTmaDesc *tma = tl_xcalloc(cg->ntma, sizeof *tma);
+        memcpy(tma, cg->tma, cg->ntma * sizeof *tma);
+        facts->tma = tma;
+        facts->ntma = cg->ntma;
+    }
     return !cg->failed;
 }

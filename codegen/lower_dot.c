@@ -30,6 +30,15 @@
  * A 16-bit A already in layout_wgmma_a (a product chained onto an
  * accumulator, as attention's P V: the accumulator layout is that layout)
  * is not stored: wgmma reads it from registers, four .b32 per k16 step.
+ * An operand that is a stage of a pipelining buffer (SMEM_READ, or TRANS of
+ * one: gemm_nt's B) is not stored either: the descriptors point into the stage
+ * (its address computed at run time from the stage index), K- or MN-major as
+ * the buffer's layout (cg_smem_layout) is, when that is a layout wgmma reads.
+ * With no copy there are no barriers; and a DOT whose operands are all read in
+ * place and whose `pending` is p > 0 waits only until p groups are left in
+ * flight (wait_group p), its result finished by a later DOT_WAIT (wait_group 0).
+ * Its stages must then hold still until the group completes: the passes load
+ * into a stage only after the barrier that follows the next wait.
  */
 #include "lower_int.h"
 
@@ -155,6 +164,18 @@ static bool plan_opnd(CgWgmmaOpnd *o, IrType t, WgmmaOperand op, int kdim, bool 
     return layout_wgmma_strides(&o->S, op, instr_mn, &o->lbo, &o->sbo);
 }
 
+/* The copies' offsets from the aligned base: A's first, B's at the next 1024 (or
+ * at 0 without A's); an operand without a copy keeps offset 0. */
+static void place(CgWgmmaPlan *p)
+{
+    uint32_t abytes = (uint32_t)p->M * (uint32_t)p->K * p->a.S.ebytes;
+    uint32_t bbytes = (uint32_t)p->K * (uint32_t)p->N * p->b.S.ebytes;
+    bool a_copy = !p->a.in_buf && !p->a_regs, b_copy = !p->b.in_buf;
+    p->a.off = 0;
+    p->b.off = a_copy && b_copy ? (abytes + 1023) & ~1023u : 0;
+    p->bytes = b_copy ? p->b.off + bbytes : a_copy ? abytes : 0;
+}
+
 bool cg_wgmma_plan(IrType at, IrType bt, const Layout *La, const Layout *Lb, int warps, CgWgmmaPlan *p)
 {
     memset(p, 0, sizeof *p);
@@ -175,12 +196,39 @@ bool cg_wgmma_plan(IrType at, IrType bt, const Layout *La, const Layout *Lb, int
         Layout W = layout_wgmma_a(at, p->w.wgm, p->w.wgn);
         p->a_regs = layout_eq(&W, La);
     }
-    uint32_t abytes = (uint32_t)ir_ty_numel(at) * (uint32_t)dt_bytes((DType)at.dt);
-    uint32_t bbytes = (uint32_t)ir_ty_numel(bt) * (uint32_t)dt_bytes((DType)bt.dt);
-    p->a.off = 0;
-    p->b.off = (abytes + 1023) & ~1023u;
-    p->bytes = p->b.off + bbytes;
+    place(p);
     return true;
+}
+
+/* Whether S (over the operand's tile) puts every element where B (over the
+ * buffer's tile: the same, or its transpose) does.  Both maps are linear, so
+ * the images of the flat-index bits decide. */
+static bool same_shared(const SharedLayout *S, const SharedLayout *B, bool trans)
+{
+    if (S->ebytes != B->ebytes || S->nbits != B->nbits) return false;
+    int c1 = S->dimbits[1]; /* operand flat bits [0, c1) are dim 1, the rest dim 0 */
+    for (int j = 0; j < S->nbits; j++) {
+        int jb = !trans ? j : j < c1 ? j + B->dimbits[1] : j - c1;
+        if (S->inv[j] != B->inv[jb]) return false;
+    }
+    return true;
+}
+
+bool cg_wgmma_plan_buffer(CgWgmmaPlan *p, IrType t, WgmmaOperand op, const SharedLayout *S, bool trans)
+{
+    CgWgmmaOpnd *o = op == LL_WGMMA_A ? &p->a : &p->b;
+    int kdim = op == LL_WGMMA_A ? 1 : 0, instr_mn = op == LL_WGMMA_A ? 64 : p->w.instr_n;
+    for (int k_major = 1; k_major >= 0; k_major--) {
+        CgWgmmaOpnd c;
+        memset(&c, 0, sizeof c);
+        if (!plan_opnd(&c, t, op, kdim, k_major, instr_mn) || !same_shared(&c.S, S, trans)) continue;
+        c.in_buf = true;
+        *o = c;
+        if (op == LL_WGMMA_A) p->a_regs = false;
+        place(p);
+        return true;
+    }
+    return false;
 }
 
 uint32_t cg_wgmma_start(const CgWgmmaPlan *p, WgmmaOperand op, int mn0, int k0)
@@ -242,13 +290,11 @@ static void asm_tied(Cg *cg, const char *text, LLVMValueRef *in, const char *in_
     sb_free(&cons);
 }
 
-static void asm_void(Cg *cg, const char *text)
+void cg_wgmma_wait(Cg *cg, int pending, LLVMValueRef *acc, unsigned n)
 {
-    LLVMTypeRef fty = LLVMFunctionType(cg->vd, NULL, 0, 0);
-    const char *cons = "~{memory}";
-    LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
-                                         LLVMInlineAsmDialectATT, 0);
-    LLVMBuildCall2(cg->b, fty, asmv, NULL, 0, "");
+    char text[64];
+    snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
+    asm_tied(cg, text, NULL, "", 0, acc, n);
 }
 
 /* sum over the set bits i of x of tab[i], combined by xor (x: i32, run time) */
@@ -263,7 +309,8 @@ static LLVMValueRef xor_bits(Cg *cg, LLVMValueRef x, const uint32_t *tab, int nb
     return r;
 }
 
-static void wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, LLVMValueRef *out)
+/* src[k]: where operand k is read in place (p->a.in_buf / p->b.in_buf). */
+static void wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, const CgBufRef *src, LLVMValueRef *out)
 {
     IrFunc *f = cg->f;
     IrVal a = ir_opnd(f, op, 0), b = ir_opnd(f, op, 1), acc = ir_opnd(f, op, 2), res = ir_res(op, 0);
@@ -271,19 +318,32 @@ static void wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, LLVMValueRef *out
     uint32_t nacc = layout_nregs(LC);
     const WgmmaShape *w = &p->w;
     cg_value_as(cg, acc, LC, out);
-    /* the area, aligned at run time to the 1024-byte repeat of the swizzles */
-    LLVMValueRef area = cg_smem(cg, p->bytes + 1024);
-    LLVMValueRef a32 = LLVMBuildPtrToInt(cg->b, area, cg->i32, "");
-    LLVMValueRef base32 = LLVMBuildAnd(cg->b, LLVMBuildAdd(cg->b, a32, LLVMConstInt(cg->i32, 1023, 0), ""),
-                                       LLVMConstInt(cg->i32, ~1023u, 0), "wg.base");
-    LLVMValueRef pad = LLVMBuildSub(cg->b, base32, a32, "");
-    LLVMValueRef base = LLVMBuildGEP2(cg->b, cg->i8, area, &pad, 1, "");
-    LLVMValueRef boff = LLVMConstInt(cg->i32, p->b.off, 0);
-    cg_barrier(cg);
-    if (!p->a_regs) cg_smem_store_shared(cg, a, &p->a.S, base);
-    cg_smem_store_shared(cg, b, &p->b.S, LLVMBuildGEP2(cg->b, cg->i8, base, &boff, 1, ""));
-    asm_void(cg, "fence.proxy.async.shared::cta;");
-    cg_barrier(cg);
+    /* where each operand's tile starts (shared-window address): its buffer stage, or its copy */
+    LLVMValueRef obase[2] = {NULL, NULL};
+    if (p->a.in_buf) obase[0] = cg_buf_stage32(cg, &src[0]);
+    if (p->b.in_buf) obase[1] = cg_buf_stage32(cg, &src[1]);
+    bool copy = p->bytes > 0;
+    if (copy) {
+        /* the area, aligned at run time to the 1024-byte repeat of the swizzles */
+        LLVMValueRef area = cg_smem(cg, p->bytes + 1024);
+        LLVMValueRef a32 = LLVMBuildPtrToInt(cg->b, area, cg->i32, "");
+        LLVMValueRef base32 = LLVMBuildAnd(cg->b, LLVMBuildAdd(cg->b, a32, LLVMConstInt(cg->i32, 1023, 0), ""),
+                                           LLVMConstInt(cg->i32, ~1023u, 0), "wg.base");
+        LLVMValueRef pad = LLVMBuildSub(cg->b, base32, a32, "");
+        LLVMValueRef base = LLVMBuildGEP2(cg->b, cg->i8, area, &pad, 1, "");
+        LLVMValueRef boff = LLVMConstInt(cg->i32, p->b.off, 0);
+        cg_barrier(cg);
+        if (!p->a_regs && !p->a.in_buf) {
+            cg_smem_store_shared(cg, a, &p->a.S, base);
+            obase[0] = base32;
+        }
+        if (!p->b.in_buf) {
+            cg_smem_store_shared(cg, b, &p->b.S, LLVMBuildGEP2(cg->b, cg->i8, base, &boff, 1, ""));
+            obase[1] = LLVMBuildAdd(cg->b, base32, boff, "");
+        }
+        cg_asm_void(cg, "fence.proxy.async.shared::cta;");
+        cg_barrier(cg);
+    }
 
     /* this warpgroup's block origin: rows gm*64 of A, columns gn*instr_n of B */
     int lgn = 0, lgm = 0;
@@ -303,28 +363,28 @@ static void wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, LLVMValueRef *out
 
     DType dt = (DType)ir_vty(f, a).dt;
     bool f8 = dt_bytes(dt) == 1;
-    char text[512];
-    StrBuf regs = {0};
+    /* the instruction's text: up to 128 accumulator registers, so a StrBuf */
+    StrBuf regs = {0}, text = {0};
     unsigned nb = (unsigned)w->instr_n / 2; /* accumulator registers per instruction */
     for (unsigned i = 0; i < nb; i++) sb_printf(&regs, i ? ",$%u" : "$%u", i);
     if (p->a_regs)
-        snprintf(text, sizeof text,
-                 "{\n.reg .pred p;\nsetp.ne.b32 p, $%u, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {%s}, {$%u,$%u,$%u,$%u}, $%u, p, 1, 1, %d;\n}",
-                 nb + 5, w->instr_n, w->instr_k, wgmma_type(dt), wgmma_type(dt), regs.s, nb, nb + 1, nb + 2, nb + 3,
-                 nb + 4, p->b.k_major ? 0 : 1);
+        sb_printf(&text,
+                  "{\n.reg .pred p;\nsetp.ne.b32 p, $%u, 0;\n"
+                  "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {%s}, {$%u,$%u,$%u,$%u}, $%u, p, 1, 1, %d;\n}",
+                  nb + 5, w->instr_n, w->instr_k, wgmma_type(dt), wgmma_type(dt), regs.s, nb, nb + 1, nb + 2, nb + 3,
+                  nb + 4, p->b.k_major ? 0 : 1);
     else if (f8)
-        snprintf(text, sizeof text,
-                 "{\n.reg .pred p;\nsetp.ne.b32 p, $%u, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {%s}, $%u, $%u, p, 1, 1;\n}",
-                 nb + 2, w->instr_n, w->instr_k, wgmma_type(dt), wgmma_type((DType)ir_vty(f, b).dt), regs.s, nb,
-                 nb + 1);
+        sb_printf(&text,
+                  "{\n.reg .pred p;\nsetp.ne.b32 p, $%u, 0;\n"
+                  "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {%s}, $%u, $%u, p, 1, 1;\n}",
+                  nb + 2, w->instr_n, w->instr_k, wgmma_type(dt), wgmma_type((DType)ir_vty(f, b).dt), regs.s, nb,
+                  nb + 1);
     else
-        snprintf(text, sizeof text,
-                 "{\n.reg .pred p;\nsetp.ne.b32 p, $%u, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {%s}, $%u, $%u, p, 1, 1, %d, %d;\n}",
-                 nb + 2, w->instr_n, w->instr_k, wgmma_type(dt), wgmma_type(dt), regs.s, nb, nb + 1,
-                 p->a.k_major ? 0 : 1, p->b.k_major ? 0 : 1);
+        sb_printf(&text,
+                  "{\n.reg .pred p;\nsetp.ne.b32 p, $%u, 0;\n"
+                  "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {%s}, $%u, $%u, p, 1, 1, %d, %d;\n}",
+                  nb + 2, w->instr_n, w->instr_k, wgmma_type(dt), wgmma_type(dt), regs.s, nb, nb + 1,
+                  p->a.k_major ? 0 : 1, p->b.k_major ? 0 : 1);
     sb_free(&regs);
 
     int nbm = p->M / (64 * w->wgm), nbn = p->N / (w->instr_n * w->wgn), nks = p->K / w->instr_k;
@@ -344,10 +404,8 @@ static void wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, LLVMValueRef *out
                  * run-time part xors with the block's; the buffer offset adds */
                 uint32_t ca = layout_wgmma_start(&p->a.S, LL_WGMMA_A, jm * 64 * w->wgm, ks * w->instr_k);
                 uint32_t cb = layout_wgmma_start(&p->b.S, LL_WGMMA_B, jn * w->instr_n * w->wgn, ks * w->instr_k);
-                LLVMValueRef sa = LLVMBuildAdd(cg->b, base32,
-                    LLVMBuildXor(cg->b, rta, LLVMConstInt(cg->i32, ca + p->a.off, 0), ""), "");
-                LLVMValueRef sb = LLVMBuildAdd(cg->b, base32, LLVMConstInt(cg->i32, p->b.off, 0), "");
-                sb = LLVMBuildAdd(cg->b, sb, LLVMBuildXor(cg->b, rtb, LLVMConstInt(cg->i32, cb, 0), ""), "");
+                LLVMValueRef xb = LLVMBuildXor(cg->b, rtb, LLVMConstInt(cg->i32, cb, 0), "");
+                LLVMValueRef sb = LLVMBuildAdd(cg->b, obase[1], xb, "");
                 if (p->a_regs) {
                     LLVMValueRef in[6];
                     uint32_t r0 = 8u * (uint32_t)(ks + nks * jm);
@@ -355,25 +413,30 @@ static void wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, LLVMValueRef *out
                     LLVMValueRef fb = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, sb, LLVMConstInt(cg->i32, 4, 0), ""), mask14, "");
                     in[4] = LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, fb, cg->i64, ""), LLVMConstInt(cg->i64, hib, 0), "desc.b");
                     in[5] = LLVMConstInt(cg->i32, 1, 0);
-                    asm_tied(cg, text, in, "rrrrlr", 6, &out[nb * (unsigned)(jm * nbn + jn)], nb);
+                    asm_tied(cg, text.s, in, "rrrrlr", 6, &out[nb * (unsigned)(jm * nbn + jn)], nb);
                     continue;
                 }
                 LLVMValueRef in[3];
+                LLVMValueRef xa = LLVMBuildXor(cg->b, rta, LLVMConstInt(cg->i32, ca, 0), "");
+                LLVMValueRef sa = LLVMBuildAdd(cg->b, obase[0], xa, "");
                 LLVMValueRef fa = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, sa, LLVMConstInt(cg->i32, 4, 0), ""), mask14, "");
                 LLVMValueRef fb = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, sb, LLVMConstInt(cg->i32, 4, 0), ""), mask14, "");
                 in[0] = LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, fa, cg->i64, ""), LLVMConstInt(cg->i64, hia, 0), "desc.a");
                 in[1] = LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, fb, cg->i64, ""), LLVMConstInt(cg->i64, hib, 0), "desc.b");
                 in[2] = LLVMConstInt(cg->i32, 1, 0); /* scale-d: D = A B + D */
-                asm_tied(cg, text, in, "llr", 3, &out[nb * (unsigned)(jm * nbn + jn)], nb);
+                asm_tied(cg, text.s, in, "llr", 3, &out[nb * (unsigned)(jm * nbn + jn)], nb);
             }
-    asm_void(cg, "wgmma.commit_group.sync.aligned;");
-    asm_tied(cg, "wgmma.wait_group.sync.aligned 0;", NULL, "", 0, out, nacc);
-    cg_barrier(cg);
+    sb_free(&text);
+    cg_asm_void(cg, "wgmma.commit_group.sync.aligned;");
+    /* groups may stay in flight only when nothing they read can change under them:
+     * no copy (the area is reused after the barrier) and no A from registers */
+    int pending = !copy && !p->a_regs ? (int)op->attr.i : 0;
+    cg_wgmma_wait(cg, pending, out, nacc);
+    if (copy) cg_barrier(cg);
 }
 
 void cg_lower_DOT(Cg *cg, uint32_t opid, IrOp *op)
 {
-    (void)opid;
     IrFunc *f = cg->f;
     IrVal res = ir_res(op, 0);
     IrType at = ir_vty(f, ir_opnd(f, op, 0)), ct = ir_vty(f, res);
@@ -387,7 +450,15 @@ void cg_lower_DOT(Cg *cg, uint32_t opid, IrOp *op)
         if (cg_wgmma_plan(at, ir_vty(f, b), cg_layout(cg, a), cg_layout(cg, b), warps, &plan)) {
             Layout wl = layout_wgmma_acc(ct, plan.w.wgm, plan.w.wgn, plan.w.instr_n);
             if (layout_eq(&wl, LC)) {
-                wgmma_path(cg, op, &plan, out);
+                /* operands that are buffer stages are read in place where wgmma can */
+                CgBufRef src[2];
+                for (int k = 0; k < 2; k++) {
+                    IrVal x = ir_opnd(f, op, (uint32_t)k);
+                    if (cg_buf_operand(cg, x, opid, &src[k]))
+                        cg_wgmma_plan_buffer(&plan, ir_vty(f, x), k ? LL_WGMMA_B : LL_WGMMA_A, &src[k].buf->S,
+                                             src[k].trans);
+                }
+                wgmma_path(cg, op, &plan, src, out);
                 cg_define(cg, res, out, n);
                 return;
             }

@@ -19,6 +19,7 @@
 #include "../ir/ir.h"
 #include "../ir/layout.h"
 #include "cg.h"
+#include "meta_emit.h"
 
 typedef struct CgVal {
     LLVMValueRef *regs;          /* tiles and scalars: nregs values */
@@ -42,14 +43,27 @@ typedef struct Cg {
     CgVal *vals;                 /* indexed by IrVal */
     int warps;
     LLVMValueRef tid, lane, warp; /* i32, computed in the entry block */
-    LLVMValueRef smem;           /* the dynamic shared-memory array (addrspace 3) */
+    LLVMValueRef smem;           /* the scratch area of dynamic shared memory (addrspace 3) */
     uint32_t smem_bytes;         /* scratch shared memory the function needs */
+    /* pipelining (lower_async.c), planned before the body is lowered */
+    struct CgBuf *bufs;          /* one per SMEM_ALLOC */
+    uint32_t nbufs;
+    uint32_t buf_bytes;          /* the buffers and their barriers, from bufs_base */
+    CgTmaDesc *tma;              /* the kernel's TMA descriptors, deduplicated, in kernel-ABI order per view */
+    uint32_t ntma;
+    LLVMValueRef *tma_param;     /* per descriptor: its 128-byte byval kernel parameter */
+    uint32_t *async_idx;         /* per op id: SMEM_ALLOC -> its bufs[] index, ASYNC_LOAD -> its tma[] index */
+    LLVMValueRef bufs_base;      /* 1024-aligned start of the buffers (addrspace 3), before the scratch area */
+    LLVMValueRef bufs_base32;    /* the same as a shared-window address (i32) */
     bool failed;                 /* a user-facing error was reported */
     /* common types */
     LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, f64, vd, gptr, sptr;
 } Cg;
 
 typedef void (*CgHook)(Cg *cg, uint32_t opid, IrOp *op);
+
+/* occupancy.c: CTAs per SM to ask ptxas for (.minnctapersm; 0 or 1: no hint) */
+int cg_min_ctas(IrFunc *f, int warps);
 
 /* lower.c */
 LLVMTypeRef cg_elem_type(Cg *cg, IrType t);          /* of one element (pointer tiles: ptr addrspace(1)) */
@@ -71,6 +85,11 @@ LLVMValueRef cg_coord(Cg *cg, const Layout *L, LLVMValueRef thread_off, uint32_t
 void cg_barrier(Cg *cg);
 /* A pointer to byte `off` of the shared scratch area (reserving `bytes` bytes from 0). */
 LLVMValueRef cg_smem(Cg *cg, uint32_t bytes);
+/* Inline PTX without operands or results that touches memory (a fence). */
+void cg_asm_void(Cg *cg, const char *text);
+/* Branches so that only thread 0 runs what is built next; returns the block where
+ * all threads meet again (the caller branches there and continues in it). */
+LLVMBasicBlockRef cg_thread0(Cg *cg);
 
 /* lower.c: v's registers in layout L: rematerialised when v is made of
  * splats/aranges/pure elementwise ops, else moved through shared memory. */
@@ -90,45 +109,97 @@ LLVMValueRef cg_owner_pred(Cg *cg, const Layout *L);
  * as type st; to_f32 widens the value first.  No barrier. */
 void cg_smem_store_unique(Cg *cg, IrVal x, LLVMValueRef base, LLVMTypeRef st, uint32_t elem_off, bool to_f32);
 LLVMValueRef cg_cast(Cg *cg, LLVMValueRef x, DType from, bool from_ptr, DType to, bool to_ptr);
-/* i1: this thread uniquely owns its registers' elements of layout L (no
- * replicated lane or warp bit set), or NULL when every thread does. */
-LLVMValueRef cg_owner_pred(Cg *cg, const Layout *L);
 /* Stores each element of tile x this thread uniquely owns into a buffer laid
  * out by S (element e at byte base + layout_shared_offset(S, e) * ebytes),
  * layout_shared_max_vec(L, S) elements per st.shared (16 bytes where the
  * registers allow).  base (i8 addrspace(3)) must be 16-byte aligned, and to
  * the swizzle's repeat for a swizzled S.  No barrier. */
 void cg_smem_store_shared(Cg *cg, IrVal x, const SharedLayout *S, LLVMValueRef base);
+/* The converse: each register of layout L (elements of type et) loaded from the
+ * buffer laid out by S at base, as wide as layout_shared_max_vec allows; a
+ * replicated register shares its copy's load. */
+void cg_smem_load_shared(Cg *cg, const Layout *L, const SharedLayout *S, LLVMTypeRef et, LLVMValueRef base,
+                         LLVMValueRef *out);
+
+/* lower_async.c: shared-memory buffers (smem<T>[S, R, C]).  Each SMEM_ALLOC owns
+ * a static region of dynamic shared memory, planned before the body is lowered:
+ *     [pad to 1024] [buffer 0: S stages] [buffer 1] ... [their barriers] [scratch (cg_smem)]
+ * every stage 1024-aligned (the swizzle repeat), one 8-byte mbarrier per stage.
+ * One stage holds its tile in cg_smem_layout: what TMA writes, what wgmma reads. */
+typedef struct CgBuf {
+    IrType tile;                 /* one stage's tile */
+    SharedLayout S;              /* cg_smem_layout(buffer type) */
+    uint32_t stages;
+    uint32_t off;                /* stage 0, from bufs_base; stage s at off + s * stage_bytes */
+    uint32_t stage_bytes;        /* the tile's bytes rounded up to 1024 */
+    uint32_t bar_off;            /* stage s's mbarrier at bar_off + 8 s */
+    bool again;                  /* the SMEM_ALLOC can run more than once (it is inside a loop) */
+} CgBuf;
+/* The layout of one stage of buffer type `smem` (rank-2 tiles whose rows hold at
+ * least 16 bytes): layout_shared_swizzled along the last dim, the widest swizzle
+ * the rows allow.  TMA writes exactly this for boxes of [R rows, span / ebytes
+ * columns] with the matching CU_TENSOR_MAP_SWIZZLE, one box per span-wide column
+ * strip, strips one after another (ir/layout.h). */
+SharedLayout cg_smem_layout(IrType smem);
+/* Before the signature: plans every SMEM_ALLOC's region and every ASYNC_LOAD's
+ * TMA descriptor (fills bufs, tma, async_idx); false after a user error. */
+bool cg_async_plan(Cg *cg);
+/* In the entry block, after the thread indices: the aligned base of the buffers,
+ * the scratch area after them, and the barriers of buffers that are allocated
+ * again in a loop initialised once, so that each allocation can invalidate them. */
+void cg_async_entry(Cg *cg);
+/* An operand of op `user` (a DOT) that is a stage of a buffer, SMEM_READ(buf, stage) or
+ * TRANS of one, and that the stage still holds when the user runs (no ASYNC_LOAD since
+ * the read): the user may read the stage in place. */
+typedef struct CgBufRef {
+    const CgBuf *buf;
+    IrVal stage;
+    bool trans;
+} CgBufRef;
+bool cg_buf_operand(Cg *cg, IrVal v, uint32_t user, CgBufRef *out);
+/* The shared-window address (i32) of the stage r names. */
+LLVMValueRef cg_buf_stage32(Cg *cg, const CgBufRef *r);
 
 
 /* lower_dot.c: a DOT through wgmma (sm_90a), decided on the host.  The
- * operands are stored in shared memory in swizzled layouts (K-major, or
+ * operands are copied to shared memory in swizzled layouts (K-major, or
  * MN-major for 16-bit types when their registers run along M or N), A from
- * byte 0 and B from a.bytes rounded up to 1024 of a 1024-aligned base. */
+ * byte 0 and B from A's bytes rounded up to 1024 of a 1024-aligned base;
+ * an operand read in place (a buffer stage) or from registers takes no copy. */
 typedef struct CgWgmmaOpnd {
     SharedLayout S;      /* the operand tile in shared memory */
     bool k_major;        /* S->contig is the K dim (else MN-major: imm-trans 1) */
-    uint32_t off;        /* byte offset of the buffer from the aligned base */
+    bool in_buf;         /* read where it is, a stage of an smem buffer (cg_wgmma_plan_buffer); off unused */
+    uint32_t off;        /* byte offset of the copy from the aligned base */
     uint32_t lbo, sbo;   /* descriptor strides (bytes) */
 } CgWgmmaOpnd;
 typedef struct CgWgmmaPlan {
     WgmmaShape w;        /* warpgroups and instruction shape (layout_wgmma_shape) */
     int M, N, K;
     CgWgmmaOpnd a, b;
-    uint32_t bytes;      /* both buffers, from the aligned base */
+    uint32_t bytes;      /* the copies, from the aligned base (0: none, no scratch area) */
     bool a_regs;         /* A is already in layout_wgmma_a (16-bit): wgmma reads it from
                           * registers, 4 per k16 step (register i + 8 (ks + K/16 jm) of
-                          * 64-row block jm), and A's buffer goes unused */
+                          * 64-row block jm), and A takes no copy */
 } CgWgmmaPlan;
 /* La, Lb: the operands' register layouts, which pick K- or MN-major (NULL:
  * K-major).  False where layout_wgmma_shape refuses the operand types. */
 bool cg_wgmma_plan(IrType at, IrType bt, const Layout *La, const Layout *Lb, int warps, CgWgmmaPlan *p);
+/* Plans operand op (of type t: A [M, K], B [K, N]) to be read from a buffer stage
+ * laid out as S (over the buffer's tile; trans: the operand is that tile
+ * transposed) instead of from a copy: K- or MN-major as the buffer is, which must
+ * be a layout plan_opnd would pick (fp8: K-major only).  The copies left are
+ * placed again.  False, the plan unchanged, when no descriptor reads S. */
+bool cg_wgmma_plan_buffer(CgWgmmaPlan *p, IrType t, WgmmaOperand op, const SharedLayout *S, bool trans);
 /* The byte offset from the aligned base that the descriptor of the operand's
  * instruction tile starting at (mn0, k0) holds (before the swizzle). */
 uint32_t cg_wgmma_start(const CgWgmmaPlan *p, WgmmaOperand op, int mn0, int k0);
 /* The 64-bit descriptor of that tile for a buffer area whose aligned base is
  * at shared address `base` (a multiple of 1024). */
 uint64_t cg_wgmma_desc(const CgWgmmaPlan *p, WgmmaOperand op, uint32_t base, int mn0, int k0);
+/* wgmma.wait_group.sync.aligned `pending`, taking the n accumulator registers acc
+ * as tied operands (replaced by the results), so that no use moves above it. */
+void cg_wgmma_wait(Cg *cg, int pending, LLVMValueRef *acc, unsigned n);
 
 /* lower_math.c: exp exp2 log log2 sqrt rsqrt sigmoid tanh erf fabs floor ceil
  * of one float register of dtype dt (f16/bf16 computed in f32 and rounded). */
@@ -151,9 +222,10 @@ typedef struct CgBitRef {
 } CgBitRef;
 bool cg_axis_order(const Layout *L, int axis, CgBitRef *order);
 
-/* lower.c: the kernel entry (used by compile.c) */
+/* lower.c: the kernel entry (used by compile.c).  Fills facts: warps, shared memory,
+ * and the TMA descriptors (facts->tma malloc'd, the caller frees it; NULL: none). */
 bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod, Arena *scratch,
-                   uint32_t *smem_bytes, Diag *d);
+                   CgKernelFacts *facts, Diag *d);
 
 /* Hooks, one per opcode (defined across lower_*.c). */
 #define OP(id, name, mino, maxo, nres, nreg, flags) void cg_lower_##id(Cg *cg, uint32_t opid, IrOp *op);

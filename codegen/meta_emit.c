@@ -9,7 +9,8 @@
  *    narrower than 64 bits is followed by WRAP, so the host computes exactly
  *    what the IR means (i32 arithmetic wraps at 32 bits).
  * 3. The TMA descriptors codegen chose (CgKernelFacts.tma) are grouped by
- *    parameter, in their order, and checked with the runtime's own rules.
+ *    parameter, in their order, and checked with the runtime's own rules; a
+ *    parameter whose descriptors are optional is flagged so.
  * 4. The serialization (and the same checks a reader makes) is the runtime's
  *    own writer, tilert_meta_write: one definition of the format.
  */
@@ -252,9 +253,17 @@ static bool emit_tma(const IrFunc *f, const CgKernelFacts *facts, uint16_t sm, A
         if (!ps[p].ntma) continue;
         tilert_meta_tma *arr = ARENA_ARRAY(a, tilert_meta_tma, ps[p].ntma);
         unsigned n = 0;
+        int optional = -1; /* the first descriptor's word, which the others must repeat */
         for (uint32_t j = 0; j < facts->ntma; j++) {
             const CgTmaDesc *t = &facts->tma[j];
             if (t->param != p) continue;
+            if (optional < 0) optional = t->optional;
+            if (optional != t->optional) {
+                diag_error(d, f->loc, "kernel '%s', parameter '%s': TMA descriptor %u is %s, but descriptor 0 is %s "
+                           "(a view's descriptors are all optional or none is)", f->source_name, f->params[p].name, n,
+                           t->optional ? "optional" : "required", optional ? "optional" : "required");
+                ok = false;
+            }
             tilert_meta_tma *m = &arr[n];
             char err[320];
             bool box_ok = t->rank >= 1 && t->rank <= TILERT_TMA_MAX_RANK;
@@ -283,6 +292,7 @@ static bool emit_tma(const IrFunc *f, const CgKernelFacts *facts, uint16_t sm, A
             n++;
         }
         ps[p].tma = arr;
+        ps[p].flags = optional > 0 ? TILERT_META_PARAM_TMA_OPTIONAL : 0;
     }
     return ok;
 }

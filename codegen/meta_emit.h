@@ -21,7 +21,11 @@
  * The coordinates the kernel passes to cp.async.bulk.tensor are in the same order
  * as box[]: innermost (the view's last dimension) first.
  * A zeroed CgTmaDesc plus param, rank and box is the plain case: the view's own
- * dtype, element strides 1, no swizzle, no L2 promotion, out-of-bounds zeros. */
+ * dtype, element strides 1, no swizzle, no L2 promotion, out-of-bounds zeros.
+ * An optional descriptor is one the kernel tests before every use (TMA_READY: a
+ * map of 128 zero bytes means none) and has another path without: the launcher then
+ * passes zeros where the argument cannot be described instead of failing.  A view's
+ * descriptors are all optional or none is (the metadata flags the parameter). */
 typedef enum CgTmaSwizzle { CG_TMA_SWIZZLE_NONE = 0, CG_TMA_SWIZZLE_32B, CG_TMA_SWIZZLE_64B, CG_TMA_SWIZZLE_128B } CgTmaSwizzle;
 typedef enum CgTmaL2 { CG_TMA_L2_NONE = 0, CG_TMA_L2_64B, CG_TMA_L2_128B, CG_TMA_L2_256B } CgTmaL2;
 typedef struct CgTmaDesc {
@@ -34,6 +38,7 @@ typedef struct CgTmaDesc {
     bool oob_nan;                 /* out-of-bounds elements read as NaN (float views only); else zeros */
     bool has_dtype;               /* move elements as `dtype` (same size as the view's) instead of the view's */
     DType dtype;
+    bool optional;                /* the kernel runs without it (TMA_READY guards every use) */
 } CgTmaDesc;
 
 /* What code generation decided for one kernel. */
@@ -58,9 +63,10 @@ typedef struct CgMeta {
  * reported to d (false returned).  facts[i].tma become the metadata's TMA
  * records; a descriptor that breaks a rule of cuTensorMapEncodeTiled known at
  * compile time (box extents 1..256, innermost box bytes a multiple of 16 and
- * within the swizzle span, element strides 1..8, a float view for NaN fill), or
- * names a parameter that is not a view, is an error naming the kernel, the
- * parameter and the rule. */
+ * within the swizzle span, element strides 1..8, a float view for NaN fill),
+ * names a parameter that is not a view, or disagrees with the view's other
+ * descriptors about being optional, is an error naming the kernel, the parameter
+ * and the rule. */
 bool cg_meta_build(const IrFunc *const *kernels, const CgKernelFacts *facts, uint32_t n, const char *arch, Arena *a,
                    CgMeta *out, Diag *d);
 

@@ -104,6 +104,5 @@ static void assign(IrFunc *f, uint32_t loop, void *vcx)
 
 void pass_pipeline_latency(IrFunc *f, PassCtx *cx)
 {
-    if (!getenv("TILEC_PIPELINE")) return; /* TEMPORARY while codegen for the async ops lands */
     pipe_for_each_loop(f, assign, cx);
 }

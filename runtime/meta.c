@@ -446,13 +446,19 @@ static bool parse_params(Reader *r, const char *what, uint16_t sm, uint32_t n, t
             return false;
         if (r->version >= 2 && !get8(r, &nt, "parameter TMA count")) return false;
         const char *pn = (const char *)r->p + name;
-        if (kind > TILERT_PARAM_TENSOR || dt == TILERT_DTYPE_INVALID || dt >= TILERT_DTYPE_COUNT || flags != 0) {
+        uint8_t known = r->version >= 3 ? TILERT_META_PARAM_TMA_OPTIONAL : 0;
+        if (kind > TILERT_PARAM_TENSOR || dt == TILERT_DTYPE_INVALID || dt >= TILERT_DTYPE_COUNT || (flags & ~known)) {
             fail(r->err, r->errlen, "metadata: %s, parameter '%.64s': invalid kind %u / dtype %u / flags %u", what,
                  pn, kind, dt, flags);
             return false;
         }
         if ((kind == TILERT_PARAM_TENSOR) ? (rank < 1 || rank > TILERT_MAX_RANK) : rank != 0) {
             fail(r->err, r->errlen, "metadata: %s, parameter '%.64s': invalid rank %u", what, pn, rank);
+            return false;
+        }
+        if ((flags & TILERT_META_PARAM_TMA_OPTIONAL) && !nt) {
+            fail(r->err, r->errlen, "metadata: %s, parameter '%.64s': TMA descriptors marked optional, but it has none",
+                 what, pn);
             return false;
         }
         if (nt && sm < 90) {
@@ -466,7 +472,7 @@ static bool parse_params(Reader *r, const char *what, uint16_t sm, uint32_t n, t
                  what, pn, TILERT_META_MAX_TMA);
             return false;
         }
-        tilert_meta_param p = {base + name, kind, dt, rank, nt, tmas && nt ? tmas + *ntma : NULL};
+        tilert_meta_param p = {base + name, kind, dt, rank, nt, tmas && nt ? tmas + *ntma : NULL, flags};
         for (unsigned j = 0; j < nt; j++) {
             tilert_meta_tma t;
             p.name = pn;
@@ -744,6 +750,16 @@ bool tilert_meta_write_version(const tilert_meta_kernel *kernels, uint32_t n, ui
                      p->name);
                 goto bad;
             }
+            if (p->flags & ~TILERT_META_PARAM_TMA_OPTIONAL) {
+                fail(err, errlen, "metadata: kernel '%s', parameter '%s': unknown flags %u", k->symbol, p->name,
+                     p->flags);
+                goto bad;
+            }
+            if (p->flags && (version < 3 || !p->ntma)) {
+                fail(err, errlen, "metadata: kernel '%s', parameter '%s': TMA descriptors marked optional, which %s",
+                     k->symbol, p->name, p->ntma ? "needs version 3" : "needs descriptors");
+                goto bad;
+            }
             if (p->ntma && version < 2) {
                 fail(err, errlen, "metadata: kernel '%s', parameter '%s' has TMA descriptors, which version %u cannot "
                      "hold", k->symbol, p->name, version);
@@ -791,7 +807,7 @@ bool tilert_meta_write_version(const tilert_meta_kernel *kernels, uint32_t n, ui
             put8(&w, p->kind);
             put8(&w, p->dtype);
             put8(&w, p->rank);
-            put8(&w, 0);
+            put8(&w, p->flags);
             if (version < 2) continue;
             put8(&w, p->ntma);
             for (unsigned j = 0; j < p->ntma; j++) {

@@ -5,7 +5,7 @@
  * The blob is the contents of the PTX global `__tilec_meta` (one per module),
  * found on the host through the cubin's ELF symbol table (elf.c).
  *
- * FORMAT, version 2.  Little-endian; no padding; `str` is a u16 byte length,
+ * FORMAT, version 3.  Little-endian; no padding; `str` is a u16 byte length,
  * the bytes, then a NUL (not counted in the length, checked by readers).
  *
  *   header (16 bytes)
@@ -28,8 +28,15 @@
  *     u32  static shared memory bytes
  *     u32  dynamic shared memory bytes
  *     nparams x { str name; u8 kind (tilert_param_kind); u8 dtype (tilert_dtype);
- *                 u8 rank (tensors 1..TILERT_MAX_RANK, else 0); u8 flags (0);
- *                 version 2 only:  u8 ntma (0 unless a tensor), then ntma TMA records }
+ *                 u8 rank (tensors 1..TILERT_MAX_RANK, else 0);
+ *                 u8 flags (TILERT_META_PARAM_*; 0 before version 3);
+ *                 version 2 and later:  u8 ntma (0 unless a tensor), then ntma TMA records }
+ *   Parameter flags (version 3):
+ *     TILERT_META_PARAM_TMA_OPTIONAL  (a tensor with TMA records only) the kernel tests
+ *       its CUtensorMaps before using them (tilec's TMA_READY: a map of 128 zero bytes
+ *       is "none") and has another path without them; where the argument breaks a rule
+ *       of cuTensorMapEncodeTiled, or the driver refuses it, the launcher passes zeros
+ *       for all of this parameter's maps instead of failing the launch.
  *     nspecs  x { str name; str value }        compile-time values as text
  *     u8[code length]  grid code
  *   TMA record (version 2): one CUtensorMap the kernel takes for this tensor
@@ -51,9 +58,10 @@
  *   bytes), element strides 1..8; a kernel with TMA records is for sm_90 or later and
  *   has at most TILERT_META_MAX_TMA of them.
  *   Readers accept versions TILERT_META_MIN_VERSION..TILERT_META_VERSION (version 1 is
- *   version 2 without TMA records) and reject any other, a record whose size
- *   disagrees with its fields, and bytes left after the last record.  The writer
- *   writes version 2 (or version 1 on request, for kernels without TMA records).
+ *   version 2 without TMA records, version 2 is version 3 without parameter flags) and
+ *   reject any other, unknown flags, a record whose size disagrees with its fields, and
+ *   bytes left after the last record.  The writer writes version 3 (or an older one on
+ *   request, for kernels that need nothing newer).
  *
  * GRID CODE: a stack machine over int64 values (two's complement, wrapping),
  * run once per launch.  It must leave exactly `grid rank` values: grid x, y, z.
@@ -85,7 +93,7 @@
 
 #define TILERT_META_SYMBOL "__tilec_meta"
 #define TILERT_META_MAGIC "TLMD"
-#define TILERT_META_VERSION 2       /* what the writer writes */
+#define TILERT_META_VERSION 3       /* what the writer writes */
 #define TILERT_META_MIN_VERSION 1   /* the oldest the reader reads */
 #define TILERT_META_HEADER_SIZE 16
 #define TILERT_META_MAX_STACK 32
@@ -95,6 +103,9 @@
 /* TMA descriptors per kernel (128 bytes of kernel parameters each) and their rank. */
 #define TILERT_META_MAX_TMA 16
 #define TILERT_TMA_MAX_RANK 5
+
+/* Parameter flags (version 3; see FORMAT). */
+#define TILERT_META_PARAM_TMA_OPTIONAL 1u
 
 /* ORDER: part of the format, and equal to the CUDA driver's enum values (tilert.c checks). */
 enum { TILERT_TMA_SWIZZLE_NONE = 0, TILERT_TMA_SWIZZLE_32B, TILERT_TMA_SWIZZLE_64B, TILERT_TMA_SWIZZLE_128B };
@@ -141,6 +152,7 @@ typedef struct tilert_meta_param {
     uint8_t rank;
     uint8_t ntma;                 /* TMA descriptors (tensors only), in kernel-ABI order */
     const tilert_meta_tma *tma;
+    uint8_t flags;                /* TILERT_META_PARAM_* */
 } tilert_meta_param;
 
 typedef struct tilert_meta_spec {
@@ -175,7 +187,8 @@ void tilert_meta_free(tilert_meta *m);
 /* Serializes kernels (checking them as a reader would) in format TILERT_META_VERSION; *out is malloc'd. */
 bool tilert_meta_write(const tilert_meta_kernel *kernels, uint32_t n, uint8_t **out, size_t *len, char *err,
                        size_t errlen);
-/* The same in an older format version (1: no TMA records; a kernel with any is refused). */
+/* The same in an older format version (1: no TMA records, 2: no parameter flags; a kernel
+ * that needs them is refused). */
 bool tilert_meta_write_version(const tilert_meta_kernel *kernels, uint32_t n, uint16_t version, uint8_t **out,
                                size_t *len, char *err, size_t errlen);
 

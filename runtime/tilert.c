@@ -10,7 +10,8 @@
  *   launch      argument checks and grid (no driver), then context check and cuLaunchKernel
  *   TMA         for each TMA descriptor in the metadata, cuTensorMapEncodeTiled's arguments
  *               from the tensor argument (tma.c, no driver, every rule checked), then the
- *               driver call, cached per kernel and descriptor on all of its arguments
+ *               driver call, cached per kernel and descriptor on all of its arguments; a
+ *               tensor whose descriptors are optional gets zero maps where they cannot be built
  */
 #include "tilert.h"
 
@@ -718,7 +719,8 @@ tilert_status tilert_kernel_param(const tilert_kernel *k, int i, tilert_param_in
         return err(TILERT_ERROR_INVALID_VALUE, "tilert_kernel_param: index %d out of range (%u parameters)", i,
                    k->meta->nparams);
     const tilert_meta_param *p = &k->meta->params[i];
-    *out = (tilert_param_info){p->name, (tilert_param_kind)p->kind, (tilert_dtype)p->dtype, p->rank, p->ntma};
+    *out = (tilert_param_info){p->name, (tilert_param_kind)p->kind, (tilert_dtype)p->dtype, p->rank, p->ntma,
+                               (p->flags & TILERT_META_PARAM_TMA_OPTIONAL) != 0};
     return TILERT_OK;
 }
 
@@ -910,22 +912,28 @@ static tilert_status compute_grid(const tilert_kernel *k, const tilert_arg *args
 /* ---- TMA descriptors --------------------------------------------------------------- */
 
 /* cuTensorMapEncodeTiled's arguments for every TMA descriptor of k (enc[j] in kernel-ABI order),
- * from arguments that passed check_args; the message names the argument and the broken rule. */
-static tilert_status tma_prepare_all(const tilert_kernel *k, const tilert_arg *args, tilert_tma_encode *enc)
+ * from arguments that passed check_args; the message names the argument and the broken rule.
+ * A tensor whose descriptors are optional breaks no rule: where one of its descriptors
+ * cannot be built, none[j] is set for all of them (the launch passes zeros there). */
+static tilert_status tma_prepare_all(const tilert_kernel *k, const tilert_arg *args, tilert_tma_encode *enc,
+                                     bool *none)
 {
     const tilert_meta_kernel *mk = k->meta;
     uint32_t j = 0;
     for (uint32_t i = 0; i < mk->nparams; i++) {
         const tilert_meta_param *p = &mk->params[i];
-        for (unsigned d = 0; d < p->ntma; d++, j++) {
+        bool fail = false;
+        for (unsigned d = 0; d < p->ntma && !fail; d++) {
             char e[400], desc[120];
-            tilert_status s = tilert_tma_prepare(p, &p->tma[d], &args[i].v.tensor, &enc[j], e, sizeof e);
-            if (s) {
+            tilert_status s = tilert_tma_prepare(p, &p->tma[d], &args[i].v.tensor, &enc[j + d], e, sizeof e);
+            if (s && !(p->flags & TILERT_META_PARAM_TMA_OPTIONAL)) {
                 tilert_meta_describe_tma(&p->tma[d], desc, sizeof desc);
-                return err(s, "kernel '%s', argument %u ('%s'), TMA descriptor %u (%s): %s", mk->symbol, i, p->name, d,
-                           desc, e);
+                return err(s, "kernel '%s', argument %u ('%s'), TMA descriptor %u (%s): %s", mk->symbol, i, p->name,
+                           d, desc, e);
             }
+            fail = s != TILERT_OK;
         }
+        for (unsigned d = 0; d < p->ntma; d++) none[j++] = fail;
     }
     return TILERT_OK;
 }
@@ -982,6 +990,26 @@ static tilert_status tma_encode(tilert_kernel *k, uint32_t j, const tilert_tma_e
     return TILERT_OK;
 }
 
+/* The maps of every descriptor of k into kp->maps (kernel-ABI order), from enc; an optional
+ * tensor gets zeros for all of its maps where none[] says so or the driver refuses one. */
+static tilert_status tma_build_all(tilert_kernel *k, const tilert_tma_encode *enc, const bool *none, KParams *kp)
+{
+    const tilert_meta_kernel *mk = k->meta;
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < mk->nparams; i++) {
+        const tilert_meta_param *p = &mk->params[i];
+        bool zero = p->ntma && none[j];
+        for (unsigned d = 0; d < p->ntma && !zero; d++) {
+            tilert_status s = tma_encode(k, j + d, &enc[j + d], &kp->maps[j + d]);
+            if (s && !(p->flags & TILERT_META_PARAM_TMA_OPTIONAL)) return s;
+            zero = s != TILERT_OK;
+        }
+        if (zero) memset(&kp->maps[j], 0, sizeof kp->maps[0] * p->ntma);
+        j += p->ntma;
+    }
+    return TILERT_OK;
+}
+
 tilert_status tilert_kernel_check(const tilert_kernel *k, const tilert_arg *args, int nargs, uint32_t grid[3])
 {
     tilert_status s = check_args(k, args, nargs, NULL);
@@ -989,7 +1017,8 @@ tilert_status tilert_kernel_check(const tilert_kernel *k, const tilert_arg *args
     if (grid && (s = compute_grid(k, args, grid))) return s;
     if (k->ntma && (!grid || (grid[0] && grid[1] && grid[2]))) {
         tilert_tma_encode enc[TILERT_META_MAX_TMA];
-        return tma_prepare_all(k, args, enc);
+        bool none[TILERT_META_MAX_TMA];
+        return tma_prepare_all(k, args, enc, none);
     }
     return TILERT_OK;
 }
@@ -1016,7 +1045,8 @@ static tilert_status launch(tilert_kernel *k, void *stream, const uint32_t *grid
     /* the TMA rules are argument checks too: before the driver is asked anything */
     bool empty = grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
     tilert_tma_encode enc[TILERT_META_MAX_TMA];
-    if (k->ntma && !empty && (s = tma_prepare_all(k, args, enc))) return s;
+    bool none[TILERT_META_MAX_TMA];
+    if (k->ntma && !empty && (s = tma_prepare_all(k, args, enc, none))) return s;
     if (k->mod->inspect_only || !atomic_load_explicit(&k->ready, memory_order_acquire)) {
         if ((s = kernel_ready(k))) return s;
     }
@@ -1033,8 +1063,7 @@ static tilert_status launch(tilert_kernel *k, void *stream, const uint32_t *grid
                    "the current context is another one (device %d); load the module once per device",
                    k->meta->symbol, m->info.ordinal, m->info.name, (int)d);
     }
-    for (uint32_t j = 0; j < kp.nmaps; j++)
-        if ((s = tma_encode(k, j, &enc[j], &kp.maps[j]))) return s;
+    if (k->ntma && (s = tma_build_all(k, enc, none, &kp))) return s;
     for (uint32_t i = 0; i < kp.n; i++) kp.ptrs[i] = &kp.slots[i];
     for (uint32_t j = 0; j < kp.nmaps; j++) kp.ptrs[kp.map_slot[j]] = &kp.maps[j];
     CUresult r = drv.cuLaunchKernel(k->fn, grid[0], grid[1], grid[2], 32u * k->meta->warps, 1, 1,

@@ -66,6 +66,12 @@
  * Maps are cached per kernel and descriptor (the last 4 built), keyed on every
  * input of the encoding (address, shape, strides), so repeated launches on the
  * same tensors, or on a few buffers in turn, do not call the driver again.
+ * Optional descriptors: where the metadata marks a tensor's descriptors optional
+ * (the kernel tests each map before it uses TMA and has a path without it), an
+ * argument that breaks one of those rules, or that the driver refuses, does not
+ * fail the launch: all of that argument's maps are passed as 128 zero bytes, which
+ * the kernel reads as "no TMA for this tensor".  A driver without
+ * cuTensorMapEncodeTiled gives zeros there too.
  */
 #ifndef TILERT_H
 #define TILERT_H
@@ -241,6 +247,7 @@ typedef struct tilert_param_info {
     tilert_dtype dtype;     /* the scalar's type, the pointee, or the tensor's elements */
     int rank;               /* tensors only; 0 otherwise */
     int ntma;               /* tensors only: TMA descriptors (CUtensorMap parameters) it takes */
+    int tma_optional;       /* 1: the kernel runs without them (zero maps) where they cannot be built */
 } tilert_param_info;
 /* TMA descriptor j of a tensor parameter, in the tensor's dimension order (outermost first). */
 typedef struct tilert_tma_info {
@@ -269,7 +276,8 @@ TILERT_API tilert_status tilert_kernel_spec(const tilert_kernel *k, int i, const
 /* Checks args against the metadata and computes the grid from them (unused
  * dims are 1), without the driver.  TILERT_OK with grid {0,..} means an empty
  * launch (some dimension is 0).  The TMA rules are checked too, unless the
- * launch is empty (with grid NULL, as for a launch that is not). */
+ * launch is empty (with grid NULL, as for a launch that is not); a tensor whose
+ * descriptors are optional passes whatever they say. */
 TILERT_API tilert_status tilert_kernel_check(const tilert_kernel *k, const tilert_arg *args, int nargs,
                                              uint32_t grid[3]);
 

@@ -13,7 +13,9 @@
  * every box checked against a host model (ragged edges with zero and NaN fill, 128B
  * swizzle, element strides), the TMA rules refused on a real device, launches from
  * several threads, the driver's encoding compared with itself (the cache's premise),
- * and the host cost of building tensor maps, printed.
+ * a map of zeros for a tensor whose descriptors are optional and that TMA cannot
+ * describe (and a real map never all zeros), and the host cost of building tensor
+ * maps, printed.
  *
  * Standalone: needs only libtilert (linked in) and libnvJitLink.so.13.
  * Prints "SKIP: no CUDA device" and exits 77 without a GPU; exits 1 on any
@@ -425,6 +427,33 @@ static void run_tma(const char *arch, tilert_kernel *plain)
                   strstr(tilert_last_error(), "globalStrides {0}"),
                   "TMA stride 0: %s", tilert_last_error());
         }
+        tma_run_free(&t);
+    }
+
+    /* optional descriptors (tma_ready): a real map has a nonzero byte (what tilec's TMA_READY
+     * tests), and a tensor TMA cannot describe launches with a map of zeros */
+    {
+        tilert_kernel *r = NULL;
+        expect(tilert_kernel_get(m, "tma_ready", &r), TILERT_OK, NULL, "get tma_ready");
+        TmaRun t;
+        tma_run_init(&t, 100, 75, 80);
+        int32_t *dflag = dalloc(8), flag[2];
+        const uint32_t one[3] = {1, 1, 1};
+        static const struct { int64_t pitch; int ready; } rc[] = {{80, 1}, {75, 0}, {76, 1}, {0, -1}};
+        for (size_t i = 0; r && i < sizeof rc / sizeof rc[0]; i++) {
+            poison(dflag, 8);
+            tilert_arg a[2] = {tma_tensor(&t, t.dA), tilert_arg_ptr(dflag, TILERT_I32)};
+            a[0].v.tensor.stride[0] = rc[i].pitch;
+            expect(tilert_launch_grid(r, NULL, one, a, 2), TILERT_OK, NULL, "tma_ready launch");
+            sync_ok("tma_ready");
+            tilert_memcpy_dtoh(flag, dflag, 8);
+            /* a stride of 0: whichever the driver decides, the flag says it */
+            CHECK(flag[1] == 1 && (rc[i].ready < 0 ? flag[0] == 0 || flag[0] == 1 : flag[0] == rc[i].ready),
+                  "tma_ready with rows of %lld: flag %d (ran %d), want %d", (long long)rc[i].pitch, flag[0], flag[1],
+                  rc[i].ready);
+            if (rc[i].ready < 0) printf("  TMA with a row stride of 0, optional: map %s\n", flag[0] ? "built" : "zeros");
+        }
+        tilert_free(dflag);
         tma_run_free(&t);
     }
 

@@ -202,14 +202,14 @@ uint8_t *rt_test_meta(const char *arch, uint32_t extra_smem, bool ghost, size_t 
     uint8_t fl;
     if (!tilert_meta_parse_arch(arch, &sm, &fl)) return NULL;
     static const tilert_meta_param vadd_p[] = {
-        {"x", TILERT_PARAM_PTR, TILERT_F32, 0, 0, NULL}, {"y", TILERT_PARAM_PTR, TILERT_F32, 0, 0, NULL},
-        {"out", TILERT_PARAM_PTR, TILERT_F32, 0, 0, NULL}, {"n", TILERT_PARAM_SCALAR, TILERT_I32, 0, 0, NULL}};
+        {"x", TILERT_PARAM_PTR, TILERT_F32, 0, 0, NULL, 0}, {"y", TILERT_PARAM_PTR, TILERT_F32, 0, 0, NULL, 0},
+        {"out", TILERT_PARAM_PTR, TILERT_F32, 0, 0, NULL, 0}, {"n", TILERT_PARAM_SCALAR, TILERT_I32, 0, 0, NULL, 0}};
     static const tilert_meta_spec vadd_s[] = {{"BLOCK", "256"}};
-    static const tilert_meta_param rs_p[] = {{"A", TILERT_PARAM_TENSOR, TILERT_F32, 2, 0, NULL},
-                                             {"B", TILERT_PARAM_TENSOR, TILERT_F32, 2, 0, NULL},
-                                             {"alpha", TILERT_PARAM_SCALAR, TILERT_F32, 0, 0, NULL}};
-    static const tilert_meta_param sm_p[] = {{"out", TILERT_PARAM_PTR, TILERT_F32, 0, 0, NULL},
-                                             {"n", TILERT_PARAM_SCALAR, TILERT_I32, 0, 0, NULL}};
+    static const tilert_meta_param rs_p[] = {{"A", TILERT_PARAM_TENSOR, TILERT_F32, 2, 0, NULL, 0},
+                                             {"B", TILERT_PARAM_TENSOR, TILERT_F32, 2, 0, NULL, 0},
+                                             {"alpha", TILERT_PARAM_SCALAR, TILERT_F32, 0, 0, NULL, 0}};
+    static const tilert_meta_param sm_p[] = {{"out", TILERT_PARAM_PTR, TILERT_F32, 0, 0, NULL, 0},
+                                             {"n", TILERT_PARAM_SCALAR, TILERT_I32, 0, 0, NULL, 0}};
     tilert_meta_kernel k[4] = {
         {"vadd", "vadd", sm, fl, 1, 8, 0, 0, 4, 1, sizeof vadd_code, vadd_p, vadd_s, vadd_code},
         {"rowscale", "rowscale", sm, fl, 1, 4, 0, 0, 3, 0, sizeof rowscale_code, rs_p, NULL, rowscale_code},
@@ -334,15 +334,19 @@ uint8_t *rt_tma_meta(const char *arch, size_t *len)
         {TILERT_F32, 2, TILERT_TMA_SWIZZLE_NONE, TILERT_TMA_L2_NONE, TILERT_TMA_OOB_ZERO, 0, {32, 16, 0, 0, 0}, {1, 2, 0, 0, 0}},
         {TILERT_F32, 2, TILERT_TMA_SWIZZLE_NONE, TILERT_TMA_L2_128B, TILERT_TMA_OOB_NAN, 0, {32, 16, 0, 0, 0}, {1, 1, 0, 0, 0}},
     };
-    static const tilert_meta_param ps[] = {{"A", TILERT_PARAM_TENSOR, TILERT_F32, 2, RT_TMA_NDESC, descs},
-                                           {"out", TILERT_PARAM_PTR, TILERT_F32, 0, 0, NULL},
-                                           {"which", TILERT_PARAM_SCALAR, TILERT_I32, 0, 0, NULL}};
+    static const tilert_meta_param ps[] = {{"A", TILERT_PARAM_TENSOR, TILERT_F32, 2, RT_TMA_NDESC, descs, 0},
+                                           {"out", TILERT_PARAM_PTR, TILERT_F32, 0, 0, NULL, 0},
+                                           {"which", TILERT_PARAM_SCALAR, TILERT_I32, 0, 0, NULL, 0}};
     static const uint8_t code[] = {TILERT_GOP_SHAPE, 0, 1, TILERT_GOP_PUSH, 32, 0, 0, 0, 0, 0, 0, 0, TILERT_GOP_CDIV,
                                    TILERT_GOP_SHAPE, 0, 0, TILERT_GOP_PUSH, 16, 0, 0, 0, 0, 0, 0, 0, TILERT_GOP_CDIV};
-    tilert_meta_kernel k = {"tma_tile", "tma_tile", sm, fl, 2, 4, 0, 0, 3, 0, sizeof code, ps, NULL, code};
+    static const tilert_meta_param rps[] = {{"A", TILERT_PARAM_TENSOR, TILERT_F32, 2, 1, descs,
+                                             TILERT_META_PARAM_TMA_OPTIONAL},
+                                            {"out", TILERT_PARAM_PTR, TILERT_I32, 0, 0, NULL, 0}};
+    tilert_meta_kernel k[2] = {{"tma_tile", "tma_tile", sm, fl, 2, 4, 0, 0, 3, 0, sizeof code, ps, NULL, code},
+                               {"tma_ready", "tma_ready", sm, fl, 0, 1, 0, 0, 2, 0, 0, rps, NULL, NULL}};
     uint8_t *out;
     char err[400];
-    if (!tilert_meta_write(&k, 1, &out, len, err, sizeof err)) {
+    if (!tilert_meta_write(k, 2, &out, len, err, sizeof err)) {
         fprintf(stderr, "rt_tma_meta: %s\n", err);
         return NULL;
     }
@@ -405,7 +409,27 @@ static const char tma_ptx_body[] =
     "    cvt.u64.u32 %rd10, %r14;\n    add.s64 %rd11, %rd9, %rd10;\n"
     "    st.global.b32 [%rd11], %r16;\n"
     "    add.u32 %r13, %r13, 128;\n    bra COPY;\n"
-    "END:\n    ret;\n}\n";
+    "END:\n    ret;\n}\n\n"
+    /* out[0] = whether any of the map's 128 bytes is set (tilec's TMA_READY), out[1] = 1 */
+    ".visible .entry tma_ready(.param .u64 r_a, .param .u64 r_a_n0, .param .u64 r_a_n1, .param .u64 r_a_s0,\n"
+    "    .param .u64 r_a_s1, .param .align 64 .b8 r_tma[128], .param .u64 r_out)\n"
+    ".maxntid 32, 1, 1\n"
+    "{\n"
+    "    .reg .b32 %r<3>;\n    .reg .b64 %rd<20>;\n    .reg .pred %p;\n"
+    "    ld.param.v2.u64 {%rd1, %rd2}, [r_tma];\n    ld.param.v2.u64 {%rd3, %rd4}, [r_tma+16];\n"
+    "    ld.param.v2.u64 {%rd5, %rd6}, [r_tma+32];\n    ld.param.v2.u64 {%rd7, %rd8}, [r_tma+48];\n"
+    "    ld.param.v2.u64 {%rd9, %rd10}, [r_tma+64];\n    ld.param.v2.u64 {%rd11, %rd12}, [r_tma+80];\n"
+    "    ld.param.v2.u64 {%rd13, %rd14}, [r_tma+96];\n    ld.param.v2.u64 {%rd15, %rd16}, [r_tma+112];\n"
+    "    or.b64 %rd1, %rd1, %rd2;\n    or.b64 %rd3, %rd3, %rd4;\n    or.b64 %rd5, %rd5, %rd6;\n"
+    "    or.b64 %rd7, %rd7, %rd8;\n    or.b64 %rd9, %rd9, %rd10;\n    or.b64 %rd11, %rd11, %rd12;\n"
+    "    or.b64 %rd13, %rd13, %rd14;\n    or.b64 %rd15, %rd15, %rd16;\n"
+    "    or.b64 %rd1, %rd1, %rd3;\n    or.b64 %rd5, %rd5, %rd7;\n    or.b64 %rd9, %rd9, %rd11;\n"
+    "    or.b64 %rd13, %rd13, %rd15;\n    or.b64 %rd1, %rd1, %rd5;\n    or.b64 %rd9, %rd9, %rd13;\n"
+    "    or.b64 %rd1, %rd1, %rd9;\n"
+    "    setp.ne.u64 %p, %rd1, 0;\n    selp.u32 %r1, 1, 0, %p;\n    mov.u32 %r2, 1;\n"
+    "    ld.param.u64 %rd17, [r_out];\n    cvta.to.global.u64 %rd17, %rd17;\n"
+    "    st.global.v2.u32 [%rd17], {%r1, %r2};\n"
+    "    ret;\n}\n";
 
 char *rt_tma_ptx(const char *arch, const uint8_t *meta, size_t len)
 {

@@ -45,7 +45,7 @@ char *rt_test_ptx(const char *arch, const uint8_t *meta, size_t len);
 uint8_t *rt_test_cubin(const char *arch, const char *meta_arch, uint32_t extra_smem, bool ghost, size_t *len,
                        char *log, size_t loglen);
 
-/* The TMA test module (sm_90 or later), one kernel:
+/* The TMA test module (sm_90 or later), two kernels:
  *   tma_tile(A: tensor<f32, 2>, out: ptr<f32>, which: i32)
  *       grid(cdiv(A.shape[1], 32), cdiv(A.shape[0], 16))  warps 4
  * A takes RT_TMA_NDESC descriptors (kernel ABI: four CUtensorMap parameters after
@@ -57,7 +57,11 @@ uint8_t *rt_test_cubin(const char *arch, const char *meta_arch, uint32_t extra_s
  * Block (bx, by) loads the box at column 32 * bx, row 16 * by with descriptor
  * `which` (cp.async.bulk.tensor.2d, completing on an mbarrier; a bounded wait, so a
  * wrong byte count fails instead of hanging) and copies the raw shared-memory image
- * (rt_tma_bytes[which] bytes, 1024-byte aligned) to out + (by * gridDim.x + bx) * 2048 bytes. */
+ * (rt_tma_bytes[which] bytes, 1024-byte aligned) to out + (by * gridDim.x + bx) * 2048 bytes.
+ *   tma_ready(A: tensor<f32, 2>, out: ptr<i32>)  no grid, warps 1
+ * A takes one optional descriptor (box {32, 16}): the launcher passes zeros where A
+ * cannot be described; out[0] = 1 when any byte of the map is set (tilec's TMA_READY),
+ * out[1] = 1. */
 #define RT_TMA_NDESC 4
 extern const unsigned rt_tma_bytes[RT_TMA_NDESC];
 /* Metadata (a v2 blob) and PTX of the module; the cubin through nvJitLink. */

@@ -2,7 +2,8 @@
  * fake_cuda.c (a stand-in libcuda that records what it is given): where the
  * CUtensorMap parameters go in the kernel ABI and what they were built from, the
  * tensor-map cache (hits, ping-pong buffers, misses), the driver's own refusal
- * passed on with its message, and no map built for an empty or refused launch. */
+ * passed on with its message, no map built for an empty or refused launch, and
+ * zero maps instead of an error for a tensor whose descriptors are optional. */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -174,6 +175,61 @@ static void test_tma_refusals(void **state)
     tilert_module_unload(m);
 }
 
+/* Optional descriptors (tma_ready's A): a tensor TMA cannot describe, by the launcher's rules
+ * or the driver's, still launches, with a map of zeros; a describable one gets its map. */
+static void test_tma_optional(void **state)
+{
+    (void)state;
+    tilert_module *m = load_tma();
+    tilert_kernel *k;
+    expect(tilert_kernel_get(m, "tma_ready", &k), TILERT_OK, NULL);
+    tilert_param_info pi;
+    expect(tilert_kernel_param(k, 0, &pi), TILERT_OK, NULL);
+    assert_int_equal(pi.ntma, 1);
+    assert_int_equal(pi.tma_optional, 1);
+    static const uint32_t sizes[] = {8, 8, 8, 8, 8, 128, 8};
+    fake_set_param_sizes(sizes, 7);
+    const uint32_t g[3] = {1, 1, 1};
+    tilert_arg a[2] = {tensor_at(0x7f0000400000, 100, 75, 80), tilert_arg_ptr((void *)0x7f0000900000, TILERT_I32)};
+    int enc0 = *fake_encodes, l0 = *fake_launches;
+    expect(tilert_launch_grid(k, NULL, g, a, 2), TILERT_OK, NULL);
+    assert_int_equal(*fake_encodes, enc0 + 1);
+    assert_true(u64_at(40) == 0x7f0000400000ull);
+    assert_true(u64_at(40 + 128) == 0x7f0000900000ull); /* the pointer after the map */
+    /* rows of 300 bytes (not a multiple of 16): zeros, no encoding, a launch all the same */
+    uint8_t zeros[128] = {0};
+    a[0] = tensor_at(0x7f0000400000, 100, 75, 75);
+    uint32_t grid[3];
+    expect(tilert_kernel_check(k, a, 2, grid), TILERT_ERROR_NO_GRID, NULL); /* no grid(...); the TMA rules pass */
+    expect(tilert_kernel_check(k, a, 2, NULL), TILERT_OK, NULL);
+    expect(tilert_launch_grid(k, NULL, g, a, 2), TILERT_OK, NULL);
+    assert_int_equal(*fake_encodes, enc0 + 1);
+    assert_int_equal(*fake_launches, l0 + 2);
+    assert_memory_equal(fake_params + 40, zeros, 128);
+    assert_true(u64_at(40 + 128) == 0x7f0000900000ull);
+    /* the driver refusing it (this fake refuses a stride of 0): zeros too */
+    a[0] = tensor_at(0x7f0000400000, 100, 75, 0);
+    expect(tilert_launch_grid(k, NULL, g, a, 2), TILERT_OK, NULL);
+    assert_int_equal(*fake_launches, l0 + 3);
+    assert_memory_equal(fake_params + 40, zeros, 128);
+    /* and a good tensor again: its map (from the cache) */
+    a[0] = tensor_at(0x7f0000400000, 100, 75, 80);
+    expect(tilert_launch_grid(k, NULL, g, a, 2), TILERT_OK, NULL);
+    assert_int_equal(*fake_encodes, enc0 + 1);
+    assert_true(u64_at(40) == 0x7f0000400000ull);
+    /* a misaligned tensor is refused whatever its descriptors: the tensor ABI's own rule */
+    a[0] = tensor_at(0x7f0000400008, 100, 75, 80);
+    expect(tilert_launch_grid(k, NULL, g, a, 2), TILERT_ERROR_ARG_ALIGN, "argument 0 ('A')");
+    /* the same rows for tma_tile, whose descriptors are required: the named error */
+    expect(tilert_kernel_get(m, "tma_tile", &k), TILERT_OK, NULL);
+    tilert_arg b[3] = {tensor_at(0x7f0000400000, 100, 75, 75), tilert_arg_ptr((void *)0x7f0000900000, TILERT_F32),
+                       tilert_arg_i32(0)};
+    expect(tilert_launch(k, NULL, b, 3), TILERT_ERROR_ARG_VALUE,
+           "kernel 'tma_tile', argument 0 ('A'), TMA descriptor 0 (box [16, 32] of f32, swizzle none): stride[0] = "
+           "75 elements = 300 bytes is not a multiple of 16");
+    tilert_module_unload(m);
+}
+
 /* A kernel without TMA keeps its ABI: four 8/8/8/4-byte parameters. */
 static void test_plain_abi(void **state)
 {
@@ -229,6 +285,7 @@ int main(void)
         cmocka_unit_test(test_tma_abi),
         cmocka_unit_test(test_tma_cache),
         cmocka_unit_test(test_tma_refusals),
+        cmocka_unit_test(test_tma_optional),
         cmocka_unit_test(test_plain_abi),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -367,8 +367,8 @@ static void test_grid_ops(void **state)
 static void test_grid_code_checks(void **state)
 {
     (void)state;
-    static const tilert_meta_param ps[2] = {{"n", TILERT_PARAM_SCALAR, TILERT_I32, 0, 0, NULL},
-                                            {"A", TILERT_PARAM_TENSOR, TILERT_F32, 2, 0, NULL}};
+    static const tilert_meta_param ps[2] = {{"n", TILERT_PARAM_SCALAR, TILERT_I32, 0, 0, NULL, 0},
+                                            {"A", TILERT_PARAM_TENSOR, TILERT_F32, 2, 0, NULL, 0}};
     struct {
         uint8_t code[24];
         uint32_t len;
@@ -437,9 +437,9 @@ static void test_reader_rejects(void **state)
     assert_false(tilert_meta_parse(b, cm.len, &m, err, sizeof err));
     assert_non_null(strstr(err, "bad magic"));
     memcpy(b, cm.data, cm.len);
-    b[4] = 3;
+    b[4] = 4;
     assert_false(tilert_meta_parse(b, cm.len, &m, err, sizeof err));
-    assert_non_null(strstr(err, "metadata version 3; this libtilert reads versions 1 to 2"));
+    assert_non_null(strstr(err, "metadata version 4; this libtilert reads versions 1 to 3"));
     b[4] = 0;
     assert_false(tilert_meta_parse(b, cm.len, &m, err, sizeof err));
     assert_non_null(strstr(err, "metadata version 0"));
@@ -557,7 +557,7 @@ static void test_through_a_cubin(void **state)
 }
 
 
-/* ---- TMA descriptors (format version 2) ---------------------------------------------- */
+/* ---- TMA descriptors (format version 2; optional ones version 3) --------------------- */
 
 /* gemm's TMA: A [M, K] loaded as 128 x 64 boxes, 128B swizzle, and as 64 x 64 boxes; B as
  * 64 x 128 (u16 bits, L2 256B) ; C with NaN fill and every other row. Given out of order. */
@@ -594,7 +594,7 @@ static void test_tma_round_trip(void **state)
     CgKernelFacts facts[2] = {{8, 0, 0, NULL, 0}, {4, 0, 65536, t, 4}};
     CgMeta cm;
     if (!cg_meta_build(fs, facts, 2, "sm_90a", &fx->arena, &cm, &fx->d)) fail_msg("%s", diag_text(fx));
-    assert_int_equal(cm.data[4] | cm.data[5] << 8, 2); /* written as version 2 */
+    assert_int_equal(cm.data[4] | cm.data[5] << 8, 3); /* written as version 3 */
     tilert_meta m = parse_ok(&cm);
     assert_int_equal(m.kernels[0].params[0].ntma, 0);
     const tilert_meta_kernel *k = &m.kernels[1];
@@ -784,11 +784,11 @@ static void test_v1_compat(void **state)
     assert_int_equal(wlen, n);
     assert_memory_equal(w, b, n);
     free(w);
-    /* and version 2 of the same kernel is one byte longer per parameter (the TMA counts) */
+    /* and version 3 of the same kernel is one byte longer per parameter (the TMA counts) */
     assert_true(tilert_meta_write(m.kernels, 1, &w, &wlen, err, sizeof err));
     assert_int_equal(wlen, n + 2);
     tilert_meta m2;
-    if (!tilert_meta_parse(w, wlen, &m2, err, sizeof err)) fail_msg("v2: %s", err);
+    if (!tilert_meta_parse(w, wlen, &m2, err, sizeof err)) fail_msg("v3: %s", err);
     assert_string_equal(m2.kernels[0].params[1].name, "k");
     tilert_meta_free(&m2);
     free(w);
@@ -797,7 +797,7 @@ static void test_v1_compat(void **state)
     b[4] = 2;
     assert_false(tilert_meta_parse(b, n, &m, err, sizeof err));
 
-    /* version 1 cannot hold TMA descriptors; versions outside 1..2 are not written */
+    /* version 1 cannot hold TMA descriptors; versions outside 1..3 are not written */
     CgTmaDesc t[4];
     gemm_tma(t);
     const IrFunc *fs[1] = {fx->gemm};
@@ -807,8 +807,8 @@ static void test_v1_compat(void **state)
     m = parse_ok(&cm);
     assert_false(tilert_meta_write_version(m.kernels, 1, 1, &w, &wlen, err, sizeof err));
     assert_non_null(strstr(err, "parameter 'A' has TMA descriptors, which version 1 cannot hold"));
-    assert_false(tilert_meta_write_version(m.kernels, 1, 3, &w, &wlen, err, sizeof err));
-    assert_non_null(strstr(err, "cannot write version 3"));
+    assert_false(tilert_meta_write_version(m.kernels, 1, 4, &w, &wlen, err, sizeof err));
+    assert_non_null(strstr(err, "cannot write version 4"));
     tilert_meta_free(&m);
 }
 
@@ -817,6 +817,60 @@ static void fix_crc(uint8_t *b, size_t len)
 {
     uint32_t crc = tilert_crc32(b + 16, len - 16);
     for (int i = 0; i < 4; i++) b[12 + i] = (uint8_t)(crc >> (8 * i));
+}
+
+/* Optional descriptors (version 3): codegen's word becomes the parameter's flag, read
+ * back as written; a view's descriptors must agree; older versions and parameters
+ * without descriptors cannot carry it. */
+static void test_tma_optional(void **state)
+{
+    Fix *fx = *state;
+    CgTmaDesc t[4];
+    gemm_tma(t);
+    t[1].optional = t[3].optional = true; /* both of A's */
+    const IrFunc *fs[1] = {fx->gemm};
+    CgKernelFacts facts = {4, 0, 0, t, 4};
+    CgMeta cm;
+    if (!cg_meta_build(fs, &facts, 1, "sm_90a", &fx->arena, &cm, &fx->d)) fail_msg("%s", diag_text(fx));
+    tilert_meta m = parse_ok(&cm);
+    const tilert_meta_param *ps = m.kernels[0].params;
+    assert_int_equal(ps[0].flags, TILERT_META_PARAM_TMA_OPTIONAL);
+    assert_int_equal(ps[1].flags, 0);
+    assert_int_equal(ps[2].flags, 0);
+    uint8_t *w;
+    size_t wlen;
+    char err[300];
+    assert_true(tilert_meta_write(m.kernels, 1, &w, &wlen, err, sizeof err));
+    assert_int_equal(wlen, cm.len);
+    assert_memory_equal(w, cm.data, wlen);
+    free(w);
+    /* version 2 has no flags to hold it */
+    assert_false(tilert_meta_write_version(m.kernels, 1, 2, &w, &wlen, err, sizeof err));
+    assert_non_null(strstr(err, "parameter 'A': TMA descriptors marked optional, which needs version 3"));
+    /* nor does a parameter without descriptors, nor any other bit */
+    tilert_meta_param bad[3] = {ps[0], ps[1], ps[2]};
+    tilert_meta_kernel k = m.kernels[0];
+    k.params = bad;
+    bad[1].ntma = 0, bad[1].tma = NULL, bad[1].flags = TILERT_META_PARAM_TMA_OPTIONAL;
+    assert_false(tilert_meta_write(&k, 1, &w, &wlen, err, sizeof err));
+    assert_non_null(strstr(err, "parameter 'B': TMA descriptors marked optional, which needs descriptors"));
+    bad[1] = ps[1], bad[1].flags = 2;
+    assert_false(tilert_meta_write(&k, 1, &w, &wlen, err, sizeof err));
+    assert_non_null(strstr(err, "parameter 'B': unknown flags 2"));
+    /* the reader refuses the flag in a version-2 blob (same bytes, version byte changed) */
+    uint8_t *b = malloc(cm.len);
+    memcpy(b, cm.data, cm.len);
+    b[4] = 2;
+    fix_crc(b, cm.len);
+    assert_false(tilert_meta_parse(b, cm.len, &m, err, sizeof err));
+    assert_non_null(strstr(err, "parameter 'A': invalid kind 2 / dtype 13 / flags 1"));
+    free(b);
+    tilert_meta_free(&m);
+    /* one of A's descriptors optional, the other not */
+    gemm_tma(t);
+    t[3].optional = true;
+    expect_build_error(fx, fx->gemm, t, 4, "sm_90a", "kernel 'gemm', parameter 'A': TMA descriptor 1 is optional, but "
+                       "descriptor 0 is required");
 }
 
 static void test_tma_reader_rejects(void **state)
@@ -831,7 +885,7 @@ static void test_tma_reader_rejects(void **state)
     assert_int_equal(m.kernels[0].params[0].ntma, RT_TMA_NDESC);
     assert_int_equal(m.kernels[0].params[0].tma[1].swizzle, TILERT_TMA_SWIZZLE_128B);
     tilert_meta_free(&m);
-    /* A's record: "A", tensor, f32, rank 2, flags 0, 4 descriptors, then descriptor 0 */
+    /* A's record: "A", tensor, f32, rank 2, flags 0, 4 descriptors, then descriptor 0 (flags at + 7) */
     static const uint8_t pat[] = {1, 0, 'A', 0, TILERT_PARAM_TENSOR, TILERT_F32, 2, 0, RT_TMA_NDESC,
                                   TILERT_F32, 2, 0, 0, 0, 0, 32, 0, 16, 0, 1, 1};
     size_t at = 0;
@@ -853,6 +907,8 @@ static void test_tma_reader_rejects(void **state)
         {d0 + 1, 3, "TMA rank 3, but the tensor has rank 2"},
         {d0 + 0, TILERT_I16, "does not have the size of the tensor's f32"},
         {at + 8, 17, "the kernel has more than 16 TMA descriptors"},
+        {at + 7, TILERT_META_PARAM_TMA_OPTIONAL, ""},
+        {at + 7, 2, "invalid kind 2 / dtype 14 / flags 2"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         memcpy(b, blob, len);
@@ -924,6 +980,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tma_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tma_codegen_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v1_compat, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tma_optional, setup, teardown),
         cmocka_unit_test(test_tma_reader_rejects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

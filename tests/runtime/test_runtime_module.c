@@ -424,10 +424,10 @@ static void test_scalar_params(void **state)
 {
     (void)state;
     static const tilert_meta_param ps[] = {
-        {"flag", TILERT_PARAM_SCALAR, TILERT_I1, 0, 0, NULL},    {"small", TILERT_PARAM_SCALAR, TILERT_U8, 0, 0, NULL},
-        {"s", TILERT_PARAM_SCALAR, TILERT_I16, 0, 0, NULL},      {"h", TILERT_PARAM_SCALAR, TILERT_F16, 0, 0, NULL},
-        {"b", TILERT_PARAM_SCALAR, TILERT_BF16, 0, 0, NULL},     {"e", TILERT_PARAM_SCALAR, TILERT_F8E4M3, 0, 0, NULL},
-        {"d", TILERT_PARAM_SCALAR, TILERT_F64, 0, 0, NULL},      {"big", TILERT_PARAM_SCALAR, TILERT_U64, 0, 0, NULL},
+        {"flag", TILERT_PARAM_SCALAR, TILERT_I1, 0, 0, NULL, 0},    {"small", TILERT_PARAM_SCALAR, TILERT_U8, 0, 0, NULL, 0},
+        {"s", TILERT_PARAM_SCALAR, TILERT_I16, 0, 0, NULL, 0},      {"h", TILERT_PARAM_SCALAR, TILERT_F16, 0, 0, NULL, 0},
+        {"b", TILERT_PARAM_SCALAR, TILERT_BF16, 0, 0, NULL, 0},     {"e", TILERT_PARAM_SCALAR, TILERT_F8E4M3, 0, 0, NULL, 0},
+        {"d", TILERT_PARAM_SCALAR, TILERT_F64, 0, 0, NULL, 0},      {"big", TILERT_PARAM_SCALAR, TILERT_U64, 0, 0, NULL, 0},
     };
     tilert_meta_kernel k = {"scalars", "scalars", 90, 1, 0, 1, 0, 0, 8, 0, 0, ps, NULL, NULL};
     uint8_t *meta;

@@ -33,7 +33,7 @@ static tilert_meta_tma desc2(tilert_dtype dt, uint16_t box0, uint16_t box1, uint
 
 static tilert_meta_param tparam(const char *name, tilert_dtype dt, uint8_t rank)
 {
-    tilert_meta_param p = {name, TILERT_PARAM_TENSOR, (uint8_t)dt, rank, 0, NULL};
+    tilert_meta_param p = {name, TILERT_PARAM_TENSOR, (uint8_t)dt, rank, 0, NULL, 0};
     return p;
 }
 
@@ -248,7 +248,7 @@ static void test_descriptor_rules(void **state)
     assert_false(tilert_meta_check_tma(&ed, &ep, err, sizeof err));
     assert_non_null(strstr(err, "not f8e4m3"));
     /* only tensors take descriptors */
-    tilert_meta_param sp = {"n", TILERT_PARAM_SCALAR, TILERT_I32, 0, 0, NULL};
+    tilert_meta_param sp = {"n", TILERT_PARAM_SCALAR, TILERT_I32, 0, 0, NULL, 0};
     assert_false(tilert_meta_check_tma(&ok[0], &sp, err, sizeof err));
     assert_non_null(strstr(err, "parameter 'n' is not a tensor"));
     char desc[120];
@@ -294,6 +294,7 @@ static void check_tma_module(tilert_module *m)
     tilert_param_info pi;
     expect(tilert_kernel_param(k, 0, &pi), TILERT_OK, NULL);
     assert_int_equal(pi.ntma, RT_TMA_NDESC);
+    assert_int_equal(pi.tma_optional, 0);
     expect(tilert_kernel_param(k, 1, &pi), TILERT_OK, NULL);
     assert_int_equal(pi.ntma, 0);
     tilert_tma_info ti;

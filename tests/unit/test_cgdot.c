@@ -376,7 +376,9 @@ static void stdlib_gemm_ptx(void **state)
         int n = count(ptx, "wgmma.mma_async");
         assert_true(n > 0);
         assert_int_equal(count(ptx, c->instr), n);
-        if (c->per_dot > 0) assert_int_equal(n, c->per_dot);
+        /* one DOT; or two where the pipelining passes made a pipelined loop (its DOT reads the
+         * stages in place) and kept the original loop for tensors TMA cannot describe */
+        if (c->per_dot > 0) assert_true(n == c->per_dot || n == 2 * c->per_dot);
         assert_true(count(ptx, "wgmma.fence.sync.aligned") >= 1);
         assert_true(count(ptx, "wgmma.commit_group.sync.aligned") >= 1);
         assert_true(count(ptx, "wgmma.wait_group.sync.aligned 0") >= 1);
