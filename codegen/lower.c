@@ -637,6 +637,13 @@ void cg_lower_VIEW_STRIDE(Cg *cg, uint32_t opid, IrOp *op)
     cg_define(cg, ir_res(op, 0), &v, 1);
 }
 
+void cg_lower_NUM_SMS(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    LLVMValueRef v = sreg(cg, "llvm.nvvm.read.ptx.sreg.nsmid");
+    cg_define(cg, ir_res(op, 0), &v, 1);
+}
+
 /* ---- structured control flow ------------------------------------------------ */
 
 static const CgHook hooks[IR_NUM_OPS] = {

@@ -143,6 +143,9 @@ static void emit_val(GridEmit *g, IrVal v, int depth)
         put(g, TILERT_GOP_PUSH);
         put_i64(g, tilert_meta_wrap(op->attr.i, rt_dtype(dt)));
         return;
+    case IR_NUM_SMS:
+        put(g, TILERT_GOP_NUM_SMS);
+        return;
     case IR_VIEW_SHAPE:
     case IR_VIEW_STRIDE: {
         IrVal view = f->opnds[op->opnd];

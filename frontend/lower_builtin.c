@@ -672,6 +672,8 @@ static LVal lower_builtin(Lower *L, FeBuiltin bi, const AstNode *call)
         IrOpcode opc = bi == FE_BI_PROGRAM_ID ? IR_PROGRAM_ID : IR_NUM_PROGRAMS;
         return fe_val(L, fe_emit_i(L, opc, NULL, 0, ir_ty_scalar(DT_I32), ax));
     }
+    case FE_BI_NUM_SMS:
+        return fe_val(L, fe_emit(L, IR_NUM_SMS, NULL, 0, ir_ty_scalar(DT_I32), NULL));
     case FE_BI_ARANGE: {
         int64_t n;
         if (!fe_const_int(L, a.node[0], what(L, &a, 0), &n)) return fe_err();

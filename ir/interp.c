@@ -680,6 +680,12 @@ static bool exec_NUM_PROGRAMS(Interp *in, const IrOp *op)
     return true;
 }
 
+static bool exec_NUM_SMS(Interp *in, const IrOp *op)
+{
+    out(in, op->res)[0].i = INTERP_NUM_SMS;
+    return true;
+}
+
 static bool exec_VIEW_PTR(Interp *in, const IrOp *op)
 {
     out(in, op->res)[0].i = (int64_t)arg(in, op, 0)->vptr;

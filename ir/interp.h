@@ -35,6 +35,10 @@ typedef struct InterpArg {
     int64_t shape[IR_MAXRANK], stride[IR_MAXRANK];   /* IARG_VIEW, strides in elements */
 } InterpArg;
 
+/* What num_sms() gives in the interpreter (kernel bodies and grid clauses): an
+ * H100/H200 SXM's count.  A kernel's results must not depend on it. */
+#define INTERP_NUM_SMS 132
+
 typedef struct InterpOptions {
     FILE *print_out;    /* where `print` writes (NULL: stdout) */
     uint64_t max_steps; /* 0: no limit; otherwise an error after this many executed ops */

@@ -348,6 +348,9 @@ static bool check_op(Verifier *V, uint32_t id)
         CHECK(op->attr.i >= 0 && op->attr.i <= 2, id, "axis %lld is not 0, 1 or 2", (long long)op->attr.i);
         CHECK(ir_ty_eq(r, ir_ty_scalar(DT_I32)), id, "result is %s, expected i32", tystr(V, r));
         return true;
+    case IR_NUM_SMS:
+        CHECK(ir_ty_eq(r, ir_ty_scalar(DT_I32)), id, "result is %s, expected i32", tystr(V, r));
+        return true;
     case IR_VIEW_PTR:
         CHECK(x.kind == TY_VIEW, id, "operand is %s, not a tensor", tystr(V, x));
         CHECK(ir_ty_eq(r, ir_ty_ptr((DType)x.dt)), id, "result is %s, expected ptr<%s>", tystr(V, r), dt_name[x.dt]);

@@ -131,6 +131,7 @@ static int gop_operands(uint8_t op)
     case TILERT_GOP_SHAPE:
     case TILERT_GOP_STRIDE: return 2;
     case TILERT_GOP_WRAP: return 1;
+    case TILERT_GOP_NUM_SMS: return 0;
     default: return (op >= TILERT_GOP_ADD && op <= TILERT_GOP_MAXU) ? 0 : -1;
     }
 }
@@ -178,7 +179,7 @@ bool tilert_meta_check_code(const tilert_meta_kernel *k, char *err, size_t errle
             fail(err, errlen, "grid code: WRAP to %u, not an integer dtype", a[0]);
             return false;
         }
-        if (op <= TILERT_GOP_STRIDE) {
+        if (op <= TILERT_GOP_NUM_SMS) {
             if (++depth > TILERT_META_MAX_STACK) {
                 fail(err, errlen, "grid code needs more than %d stack entries", TILERT_META_MAX_STACK);
                 return false;
@@ -212,8 +213,8 @@ static int64_t cdiv(int64_t a, int64_t b)
     return q;
 }
 
-bool tilert_meta_eval_grid(const tilert_meta_kernel *k, const tilert_arg *args, int64_t out[3], char *err,
-                           size_t errlen)
+bool tilert_meta_eval_grid(const tilert_meta_kernel *k, const tilert_arg *args, int64_t num_sms, int64_t out[3],
+                           char *err, size_t errlen)
 {
     int64_t st[TILERT_META_MAX_STACK];
     int sp = 0;
@@ -227,6 +228,13 @@ bool tilert_meta_eval_grid(const tilert_meta_kernel *k, const tilert_arg *args, 
         case TILERT_GOP_SHAPE: st[sp++] = args[a[0]].v.tensor.shape[a[1]]; continue;
         case TILERT_GOP_STRIDE: st[sp++] = args[a[0]].v.tensor.stride[a[1]]; continue;
         case TILERT_GOP_WRAP: st[sp - 1] = tilert_meta_wrap(st[sp - 1], (tilert_dtype)a[0]); continue;
+        case TILERT_GOP_NUM_SMS:
+            if (num_sms <= 0) {
+                fail(err, errlen, "the grid expression uses num_sms(), which needs a device");
+                return false;
+            }
+            st[sp++] = num_sms;
+            continue;
         default: break;
         }
         int64_t y = st[--sp], x = st[sp - 1], r;

@@ -69,6 +69,7 @@
  *   ARG       u8 p         push scalar parameter p (an integer: sign- or zero-extended)
  *   SHAPE     u8 p, u8 d   push tensor parameter p's shape[d]
  *   STRIDE    u8 p, u8 d   push tensor parameter p's stride[d]
+ *   NUM_SMS                push the launching device's multiprocessor count (version 3)
  *   ADD SUB MUL            pop b, pop a, push a op b (wrapping)
  *   DIV REM                signed, truncating toward zero; division by zero fails the launch
  *   MIN MAX                signed
@@ -118,6 +119,7 @@ typedef enum tilert_grid_op {
     TILERT_GOP_ARG,
     TILERT_GOP_SHAPE,
     TILERT_GOP_STRIDE,
+    TILERT_GOP_NUM_SMS,     /* pushes the device's multiprocessor count (version 3) */
     TILERT_GOP_ADD = 16,
     TILERT_GOP_SUB,
     TILERT_GOP_MUL,
@@ -203,10 +205,11 @@ bool tilert_meta_check_code(const tilert_meta_kernel *k, char *err, size_t errle
 
 /* Runs checked code over arguments already checked against k's parameters
  * (tilert_kernel_check): ARG reads args[p] (.v.u, reduced to the parameter's
- * dtype), SHAPE/STRIDE read args[p].v.tensor.  Writes out[0..grid_rank).
- * Fails (message in err) only on division by zero. */
-bool tilert_meta_eval_grid(const tilert_meta_kernel *k, const tilert_arg *args, int64_t out[3], char *err,
-                           size_t errlen);
+ * dtype), SHAPE/STRIDE read args[p].v.tensor, NUM_SMS pushes num_sms.  Writes
+ * out[0..grid_rank).  Fails (message in err) on division by zero, and on
+ * NUM_SMS when num_sms is 0 (no device to ask). */
+bool tilert_meta_eval_grid(const tilert_meta_kernel *k, const tilert_arg *args, int64_t num_sms, int64_t out[3],
+                           char *err, size_t errlen);
 
 /* Applies WRAP's conversion. */
 int64_t tilert_meta_wrap(int64_t v, tilert_dtype dt);

@@ -898,7 +898,7 @@ static tilert_status compute_grid(const tilert_kernel *k, const tilert_arg *args
                    mk->symbol);
     int64_t g[3] = {1, 1, 1};
     char e[256];
-    if (!tilert_meta_eval_grid(mk, args, g, e, sizeof e)) return err(TILERT_ERROR_GRID, "kernel '%s': %s", mk->symbol, e);
+    if (!tilert_meta_eval_grid(mk, args, k->mod->info.sm_count, g, e, sizeof e)) return err(TILERT_ERROR_GRID, "kernel '%s': %s", mk->symbol, e);
     static const int64_t lim[3] = {INT32_MAX, 65535, 65535};
     for (int d = 0; d < 3; d++) {
         if (g[d] < 0 || g[d] > lim[d])

@@ -145,6 +145,20 @@ def gemm():
     A, B = r["A"], r["B"]
     close("gemm_nt defaults", r["C"], [sum(A[i * K + k] * B[j * K + k] for k in range(K))
                                        for i in range(M) for j in range(N)], *tol["bf16"])
+    # persistent: 13 x 12 = 156 tiles over min(156, num_sms() = 132) programs, so some programs
+    # take two tiles; GROUP_M = 5 leaves a partial last group of row-blocks
+    M, N, K = 200, 180, 40
+    d = ["BM=16", "BN=16", "BK=32", "GROUP_M=5"]
+    r = run("gemm.tile", "gemm_persistent", ["A=bf16[%d,%d]" % (M, K), "B=bf16[%d,%d]" % (K, N),
+            "C=bf16[%d,%d]" % (M, N)], ["A", "B", "C"], d)
+    A, B = r["A"], r["B"]
+    close("gemm_persistent", r["C"], [sum(A[i * K + k] * B[k * N + j] for k in range(K))
+                                      for i in range(M) for j in range(N)], *tol["bf16"])
+    r = run("gemm.tile", "gemm_nt_persistent", ["A=bf16[%d,%d]" % (M, K), "B=bf16[%d,%d]" % (N, K),
+            "C=f32[%d,%d]" % (M, N)], ["A", "B", "C"], d + ["TC=f32"])
+    A, B = r["A"], r["B"]
+    close("gemm_nt_persistent TC=f32", r["C"], [sum(A[i * K + k] * B[j * K + k] for k in range(K))
+                                                for i in range(M) for j in range(N)], *tol["f32"])
 
 
 def fp8_gemm():

@@ -195,7 +195,7 @@ static int64_t eval1(const tilert_meta_kernel *k, const tilert_arg *args, int d)
 {
     int64_t g[3] = {-7, -7, -7};
     char err[200] = "";
-    if (!tilert_meta_eval_grid(k, args, g, err, sizeof err)) fail_msg("eval: %s", err);
+    if (!tilert_meta_eval_grid(k, args, 0, g, err, sizeof err)) fail_msg("eval: %s", err);
     return g[d];
 }
 
@@ -320,7 +320,7 @@ static int64_t run2(uint8_t op, int64_t a, int64_t b)
     char err[200];
     assert_true(tilert_meta_check_code(&k, err, sizeof err));
     int64_t g[3];
-    if (!tilert_meta_eval_grid(&k, NULL, g, err, sizeof err)) fail_msg("%s", err);
+    if (!tilert_meta_eval_grid(&k, NULL, 0, g, err, sizeof err)) fail_msg("%s", err);
     return g[0];
 }
 
@@ -360,8 +360,17 @@ static void test_grid_ops(void **state)
     tilert_meta_kernel k = code_kernel(code, sizeof code, 1, NULL, 0);
     int64_t g[3];
     char err[200] = "";
-    assert_false(tilert_meta_eval_grid(&k, NULL, g, err, sizeof err));
+    assert_false(tilert_meta_eval_grid(&k, NULL, 0, g, err, sizeof err));
     assert_non_null(strstr(err, "divides by zero"));
+
+    /* NUM_SMS: the device's count (persistent grids: min(tiles, num_sms())); none without a device */
+    uint8_t sms[11] = {PUSH(1000), TILERT_GOP_NUM_SMS, TILERT_GOP_MIN};
+    k = code_kernel(sms, sizeof sms, 1, NULL, 0);
+    assert_true(tilert_meta_check_code(&k, err, sizeof err));
+    assert_true(tilert_meta_eval_grid(&k, NULL, 132, g, err, sizeof err));
+    assert_int_equal(g[0], 132);
+    assert_false(tilert_meta_eval_grid(&k, NULL, 0, g, err, sizeof err));
+    assert_non_null(strstr(err, "num_sms()"));
 }
 
 static void test_grid_code_checks(void **state)
