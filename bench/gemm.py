@@ -8,7 +8,8 @@ Run on the GPU machine, from the bundle that scripts/gpu-bundle.sh stages (`cd .
 or `BENCH_GEMM=1 ./gpu-check` (tests/gpu/gpu-check), which writes the table to $OUT/gemm-bench.md.
 
 What runs, shape by shape (M x N x K; C[M, N] = A[M, K] B):
-  bf16        stdlib gemm_nt (B given [N, K], the nn.Linear weight layout) against
+  bf16        stdlib gemm_nt (B given [N, K], the nn.Linear weight layout) and its persistent
+              form gemm_nt_persistent (one program per SM, grouped tile order) against
               torch.matmul(a, w.t()), and stdlib gemm (B given [K, N]) against torch.matmul(a, b);
               bf16 operands, f32 accumulation, bf16 output.
   fp8         stdlib fp8_gemm (e4m3, per-tensor f32 scales, B given [N, K]) against
@@ -275,6 +276,7 @@ def bench_bf16(b, rows, shape, cands):
     bt = w.t().contiguous()                 # gemm's B: [K, N], the same matrix
     for kernel, bmat, base_fn, base_name in (
             ("gemm_nt", w, lambda: torch.matmul(a, w.t()), "torch.matmul(a, w.t())"),
+            ("gemm_nt_persistent", w, lambda: torch.matmul(a, w.t()), "torch.matmul(a, w.t())"),
             ("gemm", bt, lambda: torch.matmul(a, bt), "torch.matmul(a, b)")):
         ref = base_fn()
         c = torch.empty([m, n], device="cuda", dtype=torch.bfloat16)
