@@ -15,8 +15,15 @@ The table: kernel, shape, dtype, tilec median (us), baseline median (us), the
 achieved TB/s (memory-bound kernels: bytes read + written) or TFLOP/s, and
 tilec / baseline speed (baseline time / tilec time: > 1 means tilec is faster).
 Correctness is checked against the baseline's output before timing.
+
+--only softmax-sweep,rmsnorm-sweep (issue 3): every candidate parameter set of stdlib softmax and
+rmsnorm (ROWS, WARPS, PERSIST, EXACT, BLOCK, the TILEC_MIN_CTAS occupancy hint) at 4096 x {4096,
+8192, 16384}, bf16 and f32, each checked once and timed alone; prints TB/s and % of the copy
+bandwidth it measures first, then the fastest correct variant per shape as TUNED entries (the
+parameters of the normal softmax/rmsnorm rows).  About 80 variants: use --runs 15 --warmup 3.
 """
 import argparse
+import concurrent.futures
 import ctypes
 import os
 import statistics
@@ -137,16 +144,25 @@ class Bench:
         self.timer = Timer(args.runs, args.warmup)
         self.tmp = tempfile.mkdtemp(prefix="tilec-bench-")
         self.rows = []
+        self.summary = []   # the sweeps' conclusions, printed last
         self.failures = 0
 
-    def compile(self, src, kernel, defines, flags=()):
-        name = kernel + "".join("_%s%s" % kv for kv in sorted(defines.items())) + "".join(f.strip("-") for f in flags)
+    def build(self, src, kernel, defines, flags=(), env=None):
+        """Runs tilec; returns the cubin's path.  env: extra environment for tilec (e.g.
+        {"TILEC_MIN_CTAS": "2"}, the occupancy hint).  Thread-safe (the sweep builds in parallel)."""
+        env = env or {}
+        name = (os.path.basename(src).split(".")[0] + "_" + kernel +
+                "".join("_%s%s" % kv for kv in sorted(defines.items())) +
+                "".join(f.strip("-") for f in flags) + "".join("_%s%s" % kv for kv in sorted(env.items())))
         out = os.path.join(self.tmp, name + ".cubin")
         cmd = [self.args.tilec, src, "--kernel", kernel, "--emit=cubin", "-o", out] + list(flags)
         for k, v in defines.items():
             cmd += ["-D", "%s=%s" % (k, v)]
-        subprocess.run(cmd, check=True)
-        return self.rt.kernel(self.rt.load(out), kernel)
+        subprocess.run(cmd, check=True, env=dict(os.environ, **env))
+        return out
+
+    def compile(self, src, kernel, defines, flags=(), env=None):
+        return self.rt.kernel(self.rt.load(self.build(src, kernel, defines, flags, env)), kernel)
 
     def launch(self, k, args):
         arr = (Arg * len(args))(*args)
@@ -202,11 +218,28 @@ def bench_copy(b):
                    1.0, "ok"))
 
 
+# The compile-time parameters (and tilec environment, "env") of the normal softmax and rmsnorm
+# rows, per (kernel, dtype, columns); absent: the kernel's defaults with BLOCK = columns.  These are
+# the predictions made before the H200 sweep (bench.py --only softmax-sweep,rmsnorm-sweep, which
+# prints a replacement for each entry it measured: paste its "TUNED[...]" lines here).
+TUNED = {
+}
+
+
+def tuned(kernel, tname, cols):
+    t = dict(TUNED.get((kernel, tname, cols), {}))
+    env = t.pop("env", {})
+    return dict({"T": tname, "BLOCK": cols}, **t), env
+
+
 def bench_softmax(b, root, flags=()):
     label = "softmax" + "".join(" " + f for f in flags)
     for dtype, tname in [(torch.float32, "f32"), (torch.bfloat16, "bf16")]:
         for cols in [1024, 2048, 4096, 8192, 16384]:
-            k = b.compile(os.path.join(root, "stdlib/softmax.tile"), "softmax", {"T": tname, "BLOCK": cols}, flags)
+            defines, env = tuned("softmax", tname, cols)
+            if "--fast-math" in flags:
+                defines["EXACT"] = 1   # the builtin exp, which --fast-math makes ex2.approx
+            k = b.compile(os.path.join(root, "stdlib/softmax.tile"), "softmax", defines, flags, env)
             x = rand([4096, cols], dtype)
             y = torch.full_like(x, float("nan"))
             args = [tensor_arg(x), tensor_arg(y)]
@@ -221,7 +254,8 @@ def bench_rmsnorm(b, root, flags=()):
     label = "rmsnorm" + "".join(" " + f for f in flags)
     for dtype, tname in [(torch.float32, "f32"), (torch.bfloat16, "bf16")]:
         for cols in [1024, 2048, 4096, 8192, 16384]:
-            k = b.compile(os.path.join(root, "stdlib/norms.tile"), "rmsnorm", {"T": tname, "BLOCK": cols}, flags)
+            defines, env = tuned("rmsnorm", tname, cols)
+            k = b.compile(os.path.join(root, "stdlib/norms.tile"), "rmsnorm", defines, flags, env)
             x, w = rand([4096, cols], dtype), rand([cols], dtype)
             y = torch.full_like(x, float("nan"))
             args = [tensor_arg(x), ptr_arg(w), tensor_arg(y), float_arg(1e-6)]
@@ -231,6 +265,118 @@ def bench_rmsnorm(b, root, flags=()):
             b.record(label, "4096x%d" % cols, tname, lambda: b.launch(k, args),
                      lambda: torch.nn.functional.rms_norm(x, [cols], w, 1e-6),
                      2 * x.numel() * x.element_size(), "TB/s", ok)
+
+
+# ---- the sweep of issue 3: memory-bound kernels' parameters on the device --------------------
+# Each variant: (label, compile-time parameters beyond T and BLOCK, tilec environment).  BLOCK
+# defaults to the row length; "BLOCK" in the parameters overrides it (the chunked rmsnorm path).
+# TILEC_MIN_CTAS is the occupancy hint (codegen/occupancy.c; 0: none); a PERSIST=P variant sets it
+# to P, since P programs per SM must all fit at once.
+def softmax_variants(tname, cols):
+    w = {4096: 8, 8192: 8, 16384: 16}[cols]        # the default warps (WARPS=0)
+    v = [("default", {}, {}),
+         ("EXACT=1 (builtin exp)", {"EXACT": 1}, {}),
+         ("WARPS=%d" % (w // 2), {"WARPS": w // 2}, {}),
+         ("WARPS=%d MIN_CTAS=2" % (w // 2), {"WARPS": w // 2}, {"TILEC_MIN_CTAS": "2"}),
+         ("ROWS=2", {"ROWS": 2}, {}),
+         ("ROWS=2 WARPS=%d" % min(2 * w, 32), {"ROWS": 2, "WARPS": min(2 * w, 32)}, {})]
+    if w == 8:
+        v += [("MIN_CTAS=3", {}, {"TILEC_MIN_CTAS": "3"}),
+              ("PERSIST=4", {"PERSIST": 4}, {"TILEC_MIN_CTAS": "4"}),
+              ("PERSIST=2", {"PERSIST": 2}, {"TILEC_MIN_CTAS": "2"})]
+    else:
+        v += [("MIN_CTAS=1", {}, {"TILEC_MIN_CTAS": "1"}),
+              ("PERSIST=2", {"PERSIST": 2}, {"TILEC_MIN_CTAS": "2"}),
+              ("WARPS=8 PERSIST=2", {"WARPS": 8, "PERSIST": 2}, {"TILEC_MIN_CTAS": "2"})]
+    if tname == "f32":  # the regression guard: the default, and the two most likely changes
+        v = [x for x in v if x[0] in ("default", "WARPS=%d" % (w // 2), "ROWS=2", "PERSIST=2")]
+    return v
+
+
+def rmsnorm_variants(tname, cols):
+    w = {4096: 8, 8192: 8, 16384: 16}[cols]
+    v = [("default", {}, {}),
+         ("MIN_CTAS=2", {}, {"TILEC_MIN_CTAS": "2"}),
+         ("MIN_CTAS=%d" % (4 if w == 8 else 1), {}, {"TILEC_MIN_CTAS": "4" if w == 8 else "1"}),
+         ("WARPS=%d" % (w // 2), {"WARPS": w // 2}, {}),
+         ("WARPS=%d MIN_CTAS=3" % (w // 2), {"WARPS": w // 2}, {"TILEC_MIN_CTAS": "3"}),
+         ("ROWS=2 WARPS=%d" % min(2 * w, 32), {"ROWS": 2, "WARPS": min(2 * w, 32)}, {}),
+         ("BLOCK=%d (2 chunks)" % (cols // 2), {"BLOCK": cols // 2}, {}),
+         ("PERSIST=1", {"PERSIST": 1}, {"TILEC_MIN_CTAS": "1"}),
+         ("PERSIST=2", {"PERSIST": 2}, {"TILEC_MIN_CTAS": "2"})]
+    if w == 8:
+        v += [("PERSIST=3", {"PERSIST": 3}, {"TILEC_MIN_CTAS": "3"})]
+    else:
+        v += [("WARPS=8 PERSIST=2", {"WARPS": 8, "PERSIST": 2}, {"TILEC_MIN_CTAS": "2"})]
+    if tname == "f32":
+        v = [x for x in v if x[0] in ("default", "MIN_CTAS=2", "WARPS=%d" % (w // 2), "PERSIST=2")]
+    return v
+
+
+def bench_sweep(b, root, kernel):
+    """Times every variant of `kernel` (softmax, rmsnorm) at 4096 x {4096, 8192, 16384}, bf16 and
+    f32, against the copy bandwidth measured here; checks each against torch once.  Prints one
+    line per variant as it goes, then per (dtype, columns) the fastest correct variant as a TUNED
+    entry for the normal rows."""
+    n = 1 << 28
+    src, dst = rand([n // 4], torch.float32), torch.empty(n // 4, device="cuda")
+    (cm, _, _), = b.timer.compare([lambda: dst.copy_(src)])
+    copy = 2 * n / (cm * 1e-6) / 1e12
+    del src, dst
+    print("sweep %s: copy %.3f TB/s; %d runs per variant" % (kernel, copy, b.timer.runs), flush=True)
+    path = os.path.join(root, "stdlib/softmax.tile" if kernel == "softmax" else "stdlib/norms.tile")
+    shapes = [(dtype, tname, cols) for dtype, tname in [(torch.bfloat16, "bf16"), (torch.float32, "f32")]
+              for cols in [4096, 8192, 16384]]
+    # every specialization first, in parallel (tilec is single-threaded, about a second each)
+    jobs = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as pool:
+        for _, tname, cols in shapes:
+            for label, params, env in (softmax_variants if kernel == "softmax" else rmsnorm_variants)(tname, cols):
+                defines = dict({"T": tname, "BLOCK": cols}, **params)
+                jobs[(tname, cols, label)] = pool.submit(b.build, path, kernel, defines, (), env)
+    print("sweep %s: %d specializations built" % (kernel, len(jobs)), flush=True)
+    best = {}
+    for dtype, tname, cols in shapes:
+        x = rand([4096, cols], dtype)
+        w = rand([cols], dtype)
+        y = torch.full_like(x, float("nan"))
+        if kernel == "softmax":
+            args = [tensor_arg(x), tensor_arg(y)]
+            ref = torch.softmax(x.float(), dim=1).to(dtype)
+            tol = (1e-2, 1e-6) if dtype == torch.bfloat16 else (1e-5, 1e-6)
+        else:
+            args = [tensor_arg(x), ptr_arg(w), tensor_arg(y), float_arg(1e-6)]
+            ref = torch.nn.functional.rms_norm(x.float(), [cols], w.float(), 1e-6).to(dtype)
+            tol = (2e-2, 1e-4) if dtype == torch.bfloat16 else (1e-4, 1e-4)
+        work = 2 * x.numel() * x.element_size()
+        variants = softmax_variants(tname, cols) if kernel == "softmax" else rmsnorm_variants(tname, cols)
+        for label, params, env in variants:
+            try:
+                k = b.rt.kernel(b.rt.load(jobs[(tname, cols, label)].result()), kernel)
+                y.fill_(float("nan"))
+                b.launch(k, args)
+                torch.cuda.synchronize()
+                ok = close(y, ref, *tol)
+                (tm, tmin, tmax), = b.timer.compare([lambda: b.launch(k, args)])
+            except Exception as e:  # one variant that fails to build or run must not stop the sweep
+                print("  %-7s 4096x%-5d %-4s %-28s FAILED: %s" % (kernel, cols, tname, label, e), flush=True)
+                b.failures += 1
+                continue
+            rate = work / (tm * 1e-6) / 1e12
+            print("  %-7s 4096x%-5d %-4s %-28s %8.1f us  %6.3f TB/s  %5.1f%% of copy%s" %
+                  (kernel, cols, tname, label, tm, rate, 100 * rate / copy, "" if ok else "  WRONG"), flush=True)
+            if not ok:
+                b.failures += 1
+            elif (tname, cols) not in best or tm < best[(tname, cols)][0]:
+                p = dict(params)
+                if env:
+                    p["env"] = env
+                best[(tname, cols)] = (tm, label, p, rate)
+    b.summary.append("sweep %s (copy %.3f TB/s): the fastest correct variant per shape, as TUNED entries:" %
+                     (kernel, copy))
+    for (tname, cols), (tm, label, p, rate) in sorted(best.items()):
+        b.summary.append("    (%r, %r, %d): %r,   # %s: %.1f us, %.3f TB/s, %.1f%% of copy" %
+                         (kernel, tname, cols, p, label, tm, rate, 100 * rate / copy))
 
 
 def bench_gemm(b, root):
@@ -262,14 +408,19 @@ def main():
                "softmax": lambda: bench_softmax(b, args.root), "rmsnorm": lambda: bench_rmsnorm(b, args.root),
                "softmax-fast": lambda: bench_softmax(b, args.root, ("--fast-math",)),
                "rmsnorm-fast": lambda: bench_rmsnorm(b, args.root, ("--fast-math",)),
-               "gemm": lambda: bench_gemm(b, args.root)}
+               "gemm": lambda: bench_gemm(b, args.root),
+               "softmax-sweep": lambda: bench_sweep(b, args.root, "softmax"),
+               "rmsnorm-sweep": lambda: bench_sweep(b, args.root, "rmsnorm")}
     for name in args.only.split(","):
         try:
             benches[name]()
         except Exception as e:  # keep going: one broken kernel must not hide the others
             print("bench %s failed: %s" % (name, e), file=sys.stderr)
             b.failures += 1
-    b.table()
+    if b.rows:
+        b.table()
+    for line in b.summary:
+        print(line)
     return 1 if b.failures else 0
 
 

@@ -214,6 +214,23 @@ def attention():
         close("flash_attn_fwd Sq=%d Skv=%d causal=%d" % (Sq, Skv, causal), r["O"], ref, 2e-2, 2e-2)
 
 
+def rmsnorm_ref(X, W, M, N, eps):
+    ref = []
+    for i in range(M):
+        row = X[i * N:(i + 1) * N]
+        rs = 1 / math.sqrt(sum(x * x for x in row) / N + eps)
+        ref += [x * rs * w for x, w in zip(row, W)]
+    return ref
+
+
+def softmax_ref(X, M, N):
+    ref = []
+    for i in range(M):
+        e = [math.exp(x - max(X[i * N:(i + 1) * N])) for x in X[i * N:(i + 1) * N]]
+        ref += [v / sum(e) for v in e]
+    return ref
+
+
 def norms():
     M, N = 5, 1000
     for T in ("bf16", "f32"):
@@ -221,13 +238,7 @@ def norms():
         d = ["T=" + T, "BLOCK=256"]
         r = run("norms.tile", "rmsnorm", ["X=%s[%d,%d]" % (T, M, N), "W=%s[%d]" % (T, N), "Y=%s[%d,%d]" % (T, M, N),
                 "eps=1e-5"], ["X", "W", "Y"], d)
-        X, W = r["X"], r["W"]
-        ref = []
-        for i in range(M):
-            row = X[i * N:(i + 1) * N]
-            rs = 1 / math.sqrt(sum(x * x for x in row) / N + 1e-5)
-            ref += [x * rs * w for x, w in zip(row, W)]
-        close("rmsnorm T=" + T, r["Y"], ref, tol, 1e-5)
+        close("rmsnorm T=" + T, r["Y"], rmsnorm_ref(r["X"], r["W"], M, N, 1e-5), tol, 1e-5)
         r = run("norms.tile", "layernorm", ["X=%s[%d,%d]" % (T, M, N), "W=%s[%d]" % (T, N), "B=%s[%d]" % (T, N),
                 "Y=%s[%d,%d]" % (T, M, N), "eps=1e-5"], ["X", "W", "B", "Y"], d)
         X, W, Bv = r["X"], r["W"], r["B"]
@@ -238,6 +249,16 @@ def norms():
             rs = 1 / math.sqrt(sum((x - mu) ** 2 for x in row) / N + 1e-5)
             ref += [(x - mu) * rs * w + b for x, w, b in zip(row, W, Bv)]
         close("layernorm T=" + T, r["Y"], ref, tol, 1e-4)
+    # rmsnorm's ROWS, WARPS and PERSIST: rows not a multiple of ROWS, columns not a multiple of
+    # BLOCK (one chunk: BLOCK=1024 > N; chunks: BLOCK=256 < N); PERSIST=P runs min(blocks, P * 132)
+    # programs in the interpreter, so M = 600 rows make each walk several blocks of rows
+    for M, N, extra in ((7, 1000, ["BLOCK=1024", "ROWS=2"]), (7, 1000, ["BLOCK=1024", "ROWS=4", "WARPS=2"]),
+                        (7, 1000, ["BLOCK=256", "ROWS=4"]), (7, 1000, ["BLOCK=1024", "ROWS=2", "PERSIST=1"]),
+                        (600, 70, ["BLOCK=128", "PERSIST=1"]), (600, 70, ["BLOCK=128", "ROWS=2", "PERSIST=2"]),
+                        (300, 300, ["BLOCK=128", "ROWS=2", "PERSIST=1"])):
+        r = run("norms.tile", "rmsnorm", ["X=bf16[%d,%d]" % (M, N), "W=bf16[%d]" % N, "Y=bf16[%d,%d]" % (M, N),
+                "eps=1e-5"], ["X", "W", "Y"], ["T=bf16"] + extra)
+        close("rmsnorm %dx%d %s" % (M, N, " ".join(extra)), r["Y"], rmsnorm_ref(r["X"], r["W"], M, N, 1e-5), 1e-2, 1e-5)
 
 
 def softmax():
@@ -245,12 +266,19 @@ def softmax():
     for T in ("f32", "bf16"):
         r = run("softmax.tile", "softmax", ["X=%s[%d,%d]" % (T, M, N), "Y=%s[%d,%d]" % (T, M, N)], ["X", "Y"],
                 ["T=" + T, "BLOCK=512"])
-        X = r["X"]
-        ref = []
-        for i in range(M):
-            e = [math.exp(x - max(X[i * N:(i + 1) * N])) for x in X[i * N:(i + 1) * N]]
-            ref += [v / sum(e) for v in e]
-        close("softmax T=" + T, r["Y"], ref, 4e-3 if T == "bf16" else 1e-5, 1e-7)
+        close("softmax T=" + T, r["Y"], softmax_ref(r["X"], M, N), 4e-3 if T == "bf16" else 1e-5, 1e-7)
+    # ROWS, WARPS, PERSIST and EXACT at ragged shapes (rows not a multiple of ROWS, columns of
+    # BLOCK); bf16 and f16 take the kernel's own exponential unless EXACT=1; M = 600 rows make each
+    # PERSIST program walk several blocks of rows (the interpreter has 132 SMs)
+    tol = {"bf16": (4e-3, 1e-7), "f16": (1e-3, 1e-7), "f32": (1e-5, 1e-7)}
+    for T, M, N, extra in (("bf16", 7, 300, ["ROWS=4"]), ("bf16", 7, 300, ["ROWS=2", "WARPS=4", "EXACT=1"]),
+                           ("f16", 7, 300, ["ROWS=2"]), ("f32", 7, 300, ["ROWS=4", "WARPS=2"]),
+                           ("bf16", 600, 50, ["PERSIST=1"]), ("f32", 600, 50, ["ROWS=2", "PERSIST=2"]),
+                           ("bf16", 300, 100, ["ROWS=2", "PERSIST=1"])):
+        blk = "BLOCK=%d" % (1 << (N - 1).bit_length())
+        r = run("softmax.tile", "softmax", ["X=%s[%d,%d]" % (T, M, N), "Y=%s[%d,%d]" % (T, M, N)], ["X", "Y"],
+                ["T=" + T, blk] + extra)
+        close("softmax T=%s %dx%d %s" % (T, M, N, " ".join(extra)), r["Y"], softmax_ref(r["X"], M, N), *tol[T])
 
 
 def moe():
