@@ -871,7 +871,8 @@ static void test_tma_optional(void **state)
     memcpy(b, cm.data, cm.len);
     b[4] = 2;
     fix_crc(b, cm.len);
-    assert_false(tilert_meta_parse(b, cm.len, &m, err, sizeof err));
+    tilert_meta m2;
+    assert_false(tilert_meta_parse(b, cm.len, &m2, err, sizeof err));
     assert_non_null(strstr(err, "parameter 'A': invalid kind 2 / dtype 13 / flags 1"));
     free(b);
     tilert_meta_free(&m);
