@@ -13,17 +13,7 @@
  *      results), and for an op with regions, plus the peak inside them.  A tile weighs its
  *      registers per thread in its layout (16-bit elements half, 64-bit and
  *      pointers double).  Values codegen recomputes where used (arange,
- *      splat, constants and pure elementwise ops or reshapes of them) weigh 0;
- *      a broadcast, expand_dims or reshape weighs what its operand weighs (a
- *      row's max broadcast back over the row is one register, not a row), and
- *      a tile of one register per thread weighs 0, like a scalar.
- *      The pressure is taken only at ops that need whole tiles at once
- *      (loads, stores, reductions, layout conversions, loops, ...; not at
- *      free values, elementwise ops or renamings): a chain
- *      of pure elementwise ops between two of them is evaluated element by
- *      element, so its intermediate tiles are never all live (softmax's
- *      16-bit exponential, 10 ops deep, counted tile by tile, read 128
- *      registers instead of 32 and cost two of the four CTAs per SM).
+ *      splat, constants and pure elementwise ops or reshapes of them) weigh 0.
  *   2. R = peak + 32 (addresses, loop and reduction temporaries), rounded up
  *      to 8, at least 40.
  *   3. CTAs = min(65536 / (threads * R), 2048 / threads); with 2 or more it
@@ -49,31 +39,12 @@ typedef struct Occ {
     uint32_t *last;     /* per value: index of its last use in its own block */
 } Occ;
 
-/* Whether op only renames registers (broadcast, expand_dims, reshape): its
- * result holds its operand's values, so it weighs what the operand weighs. */
-static bool renames(const IrOp *op)
-{
-    return op->opc == IR_BROADCAST || op->opc == IR_EXPAND_DIMS || op->opc == IR_RESHAPE;
-}
-
-/* Whether op is evaluated element by element (pure, elementwise, no regions),
- * or only renames registers: no point at which whole tiles must be live. */
-static bool transient(const IrOp *op)
-{
-    return renames(op) ||
-           ((ir_opinfo[op->opc].flags & IR_PURE) && (ir_opinfo[op->opc].flags & IR_ELEM) && op->nregion == 0);
-}
-
 /* Registers per thread of tile v (0 for scalars and free values). */
 static double weight(Occ *o, IrVal v)
 {
     IrFunc *f = o->f;
     IrType t = ir_vty(f, v);
     if (t.kind != TY_TILE || t.rank == 0 || o->free_[v]) return 0;
-    if (!f->vals[v].is_arg) {
-        const IrOp *d = ir_op(f, f->vals[v].def);
-        if (renames(d)) return weight(o, ir_opnd(f, d, 0));
-    }
     double regs;
     uint32_t li = f->val_layout && v < f->nval_layout ? f->val_layout[v] : 0;
     if (li) {
@@ -82,7 +53,6 @@ static double weight(Occ *o, IrVal v)
     } else {
         regs = (double)((ir_ty_numel(t) + o->threads - 1) / o->threads);
     }
-    if (regs <= 1) return 0; /* one value per thread (a row's sum): a scalar, in step 2's 32 */
     int bytes = t.isptr ? 8 : dt_bytes((DType)t.dt);
     return regs * (bytes < 2 ? 0.25 : bytes / 4.0);
 }
@@ -152,7 +122,6 @@ static double peak(Occ *o, IrBlk b)
     double best = 0;
     for (uint32_t i = 0; i < B->nops; i++) {
         IrOp *op = ir_op(f, B->ops[i]);
-        if (transient(op) || (op->nres && o->free_[ir_res(op, 0)])) continue; /* free: a constant, a splat */
         /* live across op i: its results, and earlier values used later (or
          * inside its regions); an operand used last by op i dies into it */
         uint32_t reach = op->nregion ? i : i + 1;

@@ -249,16 +249,6 @@ def norms():
             rs = 1 / math.sqrt(sum((x - mu) ** 2 for x in row) / N + 1e-5)
             ref += [(x - mu) * rs * w + b for x, w, b in zip(row, W, Bv)]
         close("layernorm T=" + T, r["Y"], ref, tol, 1e-4)
-    # rmsnorm's ROWS, WARPS and PERSIST: rows not a multiple of ROWS, columns not a multiple of
-    # BLOCK (one chunk: BLOCK=1024 > N; chunks: BLOCK=256 < N); PERSIST=P runs min(blocks, P * 132)
-    # programs in the interpreter, so M = 600 rows make each walk several blocks of rows
-    for M, N, extra in ((7, 1000, ["BLOCK=1024", "ROWS=2"]), (7, 1000, ["BLOCK=1024", "ROWS=4", "WARPS=2"]),
-                        (7, 1000, ["BLOCK=256", "ROWS=4"]), (7, 1000, ["BLOCK=1024", "ROWS=2", "PERSIST=1"]),
-                        (600, 70, ["BLOCK=128", "PERSIST=1"]), (600, 70, ["BLOCK=128", "ROWS=2", "PERSIST=2"]),
-                        (300, 300, ["BLOCK=128", "ROWS=2", "PERSIST=1"])):
-        r = run("norms.tile", "rmsnorm", ["X=bf16[%d,%d]" % (M, N), "W=bf16[%d]" % N, "Y=bf16[%d,%d]" % (M, N),
-                "eps=1e-5"], ["X", "W", "Y"], ["T=bf16"] + extra)
-        close("rmsnorm %dx%d %s" % (M, N, " ".join(extra)), r["Y"], rmsnorm_ref(r["X"], r["W"], M, N, 1e-5), 1e-2, 1e-5)
 
 
 def softmax():
