@@ -71,21 +71,39 @@ void cg_smem_store_unique(Cg *cg, IrVal x, LLVMValueRef base, LLVMTypeRef st, ui
     LLVMPositionBuilderAtEnd(cg->b, done);
 }
 
+bool cg_smem_part_static(const Layout *L, const SharedLayout *S, uint32_t n)
+{
+    Layout C = layout_shared_compose(L, S);
+    for (int in = LL_LANE; in < LL_NIN; in++)
+        for (int i = 0; i < C.nbits[in]; i++)
+            if (C.basis[in][i] >= n) return false;
+    return true;
+}
+
 void cg_smem_store_shared(Cg *cg, IrVal x, const SharedLayout *S, LLVMValueRef base)
+{
+    cg_smem_store_shared_part(cg, x, S, base, 0, 1u << S->nbits);
+}
+
+void cg_smem_store_shared_part(Cg *cg, IrVal x, const SharedLayout *S, LLVMValueRef base, uint32_t lo, uint32_t n)
 {
     IrType xt = ir_vty(cg->f, x);
     const Layout *Lx = cg_layout(cg, x);
     LLVMTypeRef et = cg_elem_type(cg, xt);
     TL_ASSERT(Lx && !xt.isptr && et != cg->i1, "codegen");
+    TL_ASSERT(n && !(n & (n - 1)) && !(lo & (n - 1)) && lo + n <= (1u << S->nbits), "codegen");
+    TL_ASSERT(n == (1u << S->nbits) || cg_smem_part_static(Lx, S, n), "codegen");
     Layout C = layout_shared_compose(Lx, S);
     uint32_t vec = (uint32_t)layout_shared_max_vec(Lx, S), eb = S->ebytes;
     uint32_t rep_reg = layout_replicated(Lx, LL_REG);
-    LLVMValueRef toff = cg_thread_offset(cg, &C); /* offset bits of this lane and warp */
+    LLVMValueRef toff = cg_thread_offset(cg, &C); /* offset bits of this lane and warp (below n) */
     LLVMBasicBlockRef done = enter_owners(cg, Lx, "smem.vstore");
     LLVMTypeRef vt = vec > 1 ? LLVMVectorType(et, vec) : et;
     for (uint32_t r = 0; r < layout_nregs(Lx); r += vec) {
         if (r & rep_reg) continue; /* a replicated copy (never inside a vector: max_vec stops there) */
-        LLVMValueRef off = LLVMBuildXor(cg->b, toff, LLVMConstInt(cg->i32, layout_apply(&C, r, 0, 0), 0), "");
+        uint32_t roff = layout_apply(&C, r, 0, 0);
+        if ((roff & ~(n - 1)) != lo) continue; /* outside the part: the thread's bits cannot bring it in */
+        LLVMValueRef off = LLVMBuildXor(cg->b, toff, LLVMConstInt(cg->i32, roff & (n - 1), 0), "");
         off = LLVMBuildMul(cg->b, off, LLVMConstInt(cg->i32, eb, 0), "");
         LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->i8, base, &off, 1, "");
         LLVMValueRef v;

@@ -1,5 +1,6 @@
 /* lower_async.c: the pipelining ops (ir/ops.def): SMEM_ALLOC, ASYNC_LOAD,
- * ASYNC_WAIT, SMEM_READ, BARRIER, DOT_WAIT, TMA_READY, on sm_90 TMA and mbarriers.
+ * ASYNC_WAIT, SMEM_READ, BARRIER, DOT_WAIT, TMA_READY, on sm_90 TMA and mbarriers;
+ * and BLOCK_STOREs through shared memory and TMA stores on sm_90a.
  *
  * 1. Plan (cg_async_plan, before the signature): every SMEM_ALLOC gets a static
  *    region of dynamic shared memory, its stages 1024-aligned, and one 8-byte
@@ -10,7 +11,13 @@
  *    grid_constant kernel parameter after the view's (meta_emit.h's ABI).  A
  *    view whose every ASYNC_LOAD sits in the then-branch of an IF whose
  *    condition implies TMA_READY of that view has optional descriptors: the
- *    launcher passes zeros where it cannot describe the argument.
+ *    launcher passes zeros where it cannot describe the argument.  Every
+ *    BLOCK_STORE that store_plan takes (an accumulator-like tile into a 2-d view
+ *    parameter, reached by every thread, whose staging fits beside the buffers)
+ *    into a view the kernel only writes, all of whose stores it takes, gets a
+ *    descriptor too: box [R rows, span / ebytes columns] with the swizzle
+ *    of cg_tma_store_layout, optional unless a load of the view needs it (the
+ *    store tests it itself); at most 16 descriptors, then plain stores.
  * 2. Entry (cg_async_entry): the buffers' base, aligned at run time to 1024.
  * 3. The ops:
  *    SMEM_ALLOC   thread 0 initialises the stage barriers (arrival count 1),
@@ -34,11 +41,34 @@
  *                 DOT elsewhere completes synchronously).
  *    TMA_READY    whether every descriptor of the view has a nonzero byte: a map
  *                 the driver built always does, the launcher's fallback is zeros.
+ *    BLOCK_STORE  (a TMA store; lower_mem.c calls cg_tma_store) per group of
+ *                 column strips (normally all): a barrier, every thread's pairs
+ *                 into the scratch area in the staging layout (st.shared, the
+ *                 swizzle keeping a warp's 16-bit pairs free of bank conflicts),
+ *                 fence.proxy.async, a barrier; then where the descriptor is valid
+ *                 thread 0 issues one cp.async.bulk.tensor.2d.global.shared::cta
+ *                 per strip (and 256-row chunk), commit_group, wait_group.read 0
+ *                 (TMA clips the boxes at the view's edges), elsewhere every thread
+ *                 reads each strip back as 16-byte vectors and stores them
+ *                 (cg_store_staged).  No barrier after: every user of the scratch
+ *                 area starts with one, and thread 0 reaches it only once TMA has
+ *                 read the staging area, so a loop storing tile after tile (a
+ *                 persistent kernel) never overwrites it early; at the kernel's
+ *                 end thread 0 has waited too.  The tile reaches global memory
+ *                 asynchronously, so only views the kernel never reads get TMA
+ *                 stores (all of a view's stores, or none), and a store that may
+ *                 follow another of the view (in a loop, or a second op) first
+ *                 has thread 0 wait until the earlier ones are written (wait_group
+ *                 0: long done by then), which keeps overlapping stores in order.
  */
 #include "lower_int.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "../runtime/meta.h"
+
+#define SMEM_LIMIT (227u * 1024) /* dynamic shared memory a block may have (sm_90) */
 
 static LLVMValueRef k32(Cg *cg, uint32_t v) { return LLVMConstInt(cg->i32, v, 0); }
 
@@ -137,6 +167,19 @@ static bool plan_buffer(Cg *cg, IrOp *op, CgBuf *b, uint32_t *off)
     return true;
 }
 
+/* The descriptor a TMA store (or load) of view through a staging layout S of R rows needs. */
+static void plan_desc(Cg *cg, IrVal view, const SharedLayout *S, uint32_t R, bool optional, CgTmaDesc *t)
+{
+    uint32_t span = 16u << S->swizzle;
+    memset(t, 0, sizeof *t);
+    t->param = cg->f->vals[view].idx;
+    t->rank = 2;
+    t->box[0] = span / S->ebytes;
+    t->box[1] = R < 256 ? R : 256; /* a power of two: more rows are whole boxes of 256 */
+    t->swizzle = (uint8_t)S->swizzle; /* LayoutSwizzle and CgTmaSwizzle count alike */
+    t->optional = optional;
+}
+
 /* The descriptor ASYNC_LOAD op needs (its view's optional word given). */
 static bool plan_load(Cg *cg, IrOp *op, bool optional, CgTmaDesc *t)
 {
@@ -152,44 +195,145 @@ static bool plan_load(Cg *cg, IrOp *op, bool optional, CgTmaDesc *t)
                    ir_vty(f, view));
         return false;
     }
-    uint32_t span = 16u << b->S.swizzle, R = (uint32_t)b->tile.dims[0];
-    memset(t, 0, sizeof *t);
-    t->param = f->vals[view].idx;
-    t->rank = 2;
-    t->box[0] = span / b->S.ebytes;
-    t->box[1] = R < 256 ? R : 256; /* a power of two: more rows are whole boxes of 256 */
-    t->swizzle = (uint8_t)b->S.swizzle; /* LayoutSwizzle and CgTmaSwizzle count alike */
-    t->optional = optional;
+    plan_desc(cg, view, &b->S, (uint32_t)b->tile.dims[0], optional, t);
     return true;
+}
+
+/* ---- TMA stores: the plan -------------------------------------------------------------- */
+
+SharedLayout cg_tma_store_layout(IrType t)
+{
+    int sw = layout_swizzle_for(t, 1);
+    TL_ASSERT(t.rank == 2 && sw >= 0, "codegen");
+    return layout_shared_swizzled(t, 1, (LayoutSwizzle)sw);
+}
+
+/* How a TMA store stages its tile. */
+typedef struct StorePlan {
+    SharedLayout S;          /* cg_tma_store_layout of the tile */
+    uint32_t R;              /* rows */
+    uint32_t span;           /* bytes of a strip's row (the swizzle's span) */
+    uint32_t strips;         /* column strips, each R * span bytes */
+    uint32_t group;          /* strips staged at once (all, or a power of two of them) */
+    uint32_t align;          /* of the staging area: the swizzle's repeat, at least TMA's 128 */
+} StorePlan;
+
+/* Whether op is reached by every thread of the CTA whenever any reaches it: only
+ * IF, FOR and WHILE enclose it, and their conditions and bounds are scalars, the
+ * same in every thread. */
+static bool uniform_point(IrFunc *f, const IrOp *op)
+{
+    for (uint32_t p = ir_blk(f, op->parent)->parent_op; p != UINT32_MAX; p = ir_blk(f, ir_op(f, p)->parent)->parent_op) {
+        IrOpcode o = (IrOpcode)ir_op(f, p)->opc;
+        if (o != IR_IF && o != IR_FOR && o != IR_WHILE) return false;
+    }
+    return true;
+}
+
+/* Whether BLOCK_STORE op is a TMA store, and how it stages its tile.  It is when
+ * the target is sm_90a, the view is a 2-d kernel parameter, the tile's elements
+ * are 1, 2 or 4 bytes (not i1) in rows of at least 16 bytes and it has at least
+ * 8 rows (each box starts 128-byte aligned), the plain path would move less than
+ * 16 bytes per access and a warp would write less than a 128-byte line (or a
+ * whole row) of a row per access (an accumulator's pairs: 16 or 32 bytes per
+ * row; a blocked layout's 16-byte vectors, or narrower ones whose lanes continue
+ * along the row, are coalesced already), every thread reaches the store, and a strip group fits
+ * beside the buffers: all strips, or else (when the registers alone pick an
+ * element's strip) the most strips, a power of two, that fit. */
+static bool store_plan(Cg *cg, const IrOp *op, StorePlan *p)
+{
+    IrFunc *f = cg->f;
+    if (strcmp(cg->target->arch, "sm_90a") != 0) return false;
+    IrVal view = ir_opnd(f, op, 0);
+    IrType vt = ir_vty(f, view);
+    if (vt.kind != TY_VIEW || vt.rank != 2 || !f->vals[view].is_arg || f->vals[view].def != f->body) return false;
+    IrVal value = ir_opnd(f, op, 3);
+    IrType t = ir_vty(f, value);
+    if (t.kind != TY_TILE || t.rank != 2 || t.isptr || t.dt == DT_I1 || t.dt != vt.dt) return false;
+    int eb = dt_bytes((DType)t.dt);
+    if ((eb != 1 && eb != 2 && eb != 4) || t.dims[0] < 8 || layout_swizzle_for(t, 1) < 0) return false;
+    const Layout *L = cg_layout(cg, value);
+    int row = t.dims[1] * eb, whole = row < 128 ? row : 128;
+    if (cg_store_vector_elems(L, eb) * eb >= 16 || cg_store_run_bytes(L, eb) >= whole || !uniform_point(f, op))
+        return false;
+    memset(p, 0, sizeof *p);
+    p->S = cg_tma_store_layout(t);
+    p->R = (uint32_t)t.dims[0];
+    p->span = 16u << p->S.swizzle;
+    p->strips = (uint32_t)t.dims[1] * (uint32_t)eb / p->span;
+    p->align = layout_swizzle_align(p->S.swizzle) > 128 ? layout_swizzle_align(p->S.swizzle) : 128;
+    uint32_t strip = p->R * p->span, used = cg->nbufs ? 1024 + cg->buf_bytes : 0;
+    uint32_t avail = SMEM_LIMIT > used + p->align ? SMEM_LIMIT - used - p->align : 0;
+    p->group = p->strips;
+    if ((uint64_t)p->group * strip <= avail) return true;
+    if (!cg_smem_part_static(L, &p->S, strip)) return false;
+    while (p->group > 1 && (uint64_t)p->group * strip > avail) p->group /= 2;
+    return (uint64_t)p->group * strip <= avail;
+}
+
+/* Whether kernel parameter `view` is only written (BLOCK_STORE) or asked about
+ * (shape, stride, TMA_READY): TMA stores may then write it asynchronously, as no
+ * op of the kernel reads it back. */
+static bool write_only(IrFunc *f, IrVal view)
+{
+    for (uint32_t i = 0; i < f->nops; i++) {
+        const IrOp *op = &f->ops[i];
+        if (op->dead) continue;
+        for (uint32_t k = 0; k < op->nopnd; k++) {
+            if (ir_opnd(f, op, k) != view) continue;
+            bool ok = op->opc == IR_VIEW_SHAPE || op->opc == IR_VIEW_STRIDE || op->opc == IR_TMA_READY ||
+                      (op->opc == IR_BLOCK_STORE && k == 0);
+            if (!ok) return false;
+        }
+    }
+    return true;
+}
+
+/* Index of descriptor t in cg->tma, added when new (t was zeroed whole, so
+ * identical descriptors compare equal byte for byte); UINT32_MAX when `capped`
+ * and the kernel has as many as the metadata takes (too many loads' descriptors
+ * are reported when the metadata is built). */
+static uint32_t add_desc(Cg *cg, const CgTmaDesc *t, bool capped)
+{
+    uint32_t j = 0;
+    while (j < cg->ntma && memcmp(&cg->tma[j], t, sizeof *t) != 0) j++;
+    if (j < cg->ntma) return j;
+    if (capped && cg->ntma >= TILERT_META_MAX_TMA) return UINT32_MAX;
+    memcpy(&cg->tma[cg->ntma++], t, sizeof *t);
+    return j;
 }
 
 bool cg_async_plan(Cg *cg)
 {
     IrFunc *f = cg->f;
     cg->async_idx = ARENA_ARRAY(cg->scratch, uint32_t, f->nops ? f->nops : 1);
-    uint32_t nbufs = 0, nloads = 0;
+    memset(cg->async_idx, 0xFF, (f->nops ? f->nops : 1) * sizeof *cg->async_idx);
+    uint32_t nbufs = 0, nloads = 0, nstores = 0;
     for (uint32_t i = 0; i < f->nops; i++) {
         if (f->ops[i].dead) continue;
         nbufs += f->ops[i].opc == IR_SMEM_ALLOC;
         nloads += f->ops[i].opc == IR_ASYNC_LOAD;
+        nstores += f->ops[i].opc == IR_BLOCK_STORE;
     }
-    if (!nbufs) return true;
-    cg->bufs = ARENA_ARRAY(cg->scratch, CgBuf, nbufs);
-    uint32_t off = 0;
-    for (uint32_t i = 0; i < f->nops; i++) {
-        IrOp *op = &f->ops[i];
-        if (op->dead || op->opc != IR_SMEM_ALLOC) continue;
-        if (!plan_buffer(cg, op, &cg->bufs[cg->nbufs], &off)) return false;
-        cg->async_idx[i] = cg->nbufs++;
+    if (nbufs) {
+        cg->bufs = ARENA_ARRAY(cg->scratch, CgBuf, nbufs);
+        uint32_t off = 0;
+        for (uint32_t i = 0; i < f->nops; i++) {
+            IrOp *op = &f->ops[i];
+            if (op->dead || op->opc != IR_SMEM_ALLOC) continue;
+            if (!plan_buffer(cg, op, &cg->bufs[cg->nbufs], &off)) return false;
+            cg->async_idx[i] = cg->nbufs++;
+        }
+        for (uint32_t k = 0; k < cg->nbufs; k++) {
+            cg->bufs[k].bar_off = off;
+            off += 8 * cg->bufs[k].stages;
+        }
+        cg->buf_bytes = (off + 127) & ~127u; /* the scratch area after them keeps __tilec_smem's alignment */
     }
-    for (uint32_t k = 0; k < cg->nbufs; k++) {
-        cg->bufs[k].bar_off = off;
-        off += 8 * cg->bufs[k].stages;
-    }
-    cg->buf_bytes = (off + 127) & ~127u; /* the scratch area after them keeps __tilec_smem's alignment */
-    if (!nloads) return true;
-    /* a view's descriptors are optional when every load of it is guarded */
-    uint8_t *opt = ARENA_ARRAY(cg->scratch, uint8_t, f->nparams);
+    if (!nloads && !nstores) return true;
+    /* a view's descriptors are optional when every load of it is guarded (its
+     * stores test their descriptor themselves) */
+    uint8_t *opt = ARENA_ARRAY(cg->scratch, uint8_t, f->nparams ? f->nparams : 1);
     memset(opt, 1, f->nparams);
     for (uint32_t i = 0; i < f->nops; i++) {
         IrOp *op = &f->ops[i];
@@ -197,17 +341,44 @@ bool cg_async_plan(Cg *cg)
         if (op->dead || !view || !f->vals[view].is_arg || f->vals[view].def != f->body) continue;
         if (!guarded(f, op, view)) opt[f->vals[view].idx] = 0;
     }
-    cg->tma = ARENA_ARRAY(cg->scratch, CgTmaDesc, nloads);
+    cg->tma = ARENA_ARRAY(cg->scratch, CgTmaDesc, nloads + nstores);
     for (uint32_t i = 0; i < f->nops; i++) {
         IrOp *op = &f->ops[i];
         if (op->dead || op->opc != IR_ASYNC_LOAD) continue;
         CgTmaDesc t;
         IrVal view = ir_opnd(f, op, 0);
         if (!plan_load(cg, op, f->vals[view].is_arg && opt[f->vals[view].idx], &t)) return false;
-        uint32_t j = 0; /* t was zeroed whole, so identical descriptors compare equal byte for byte */
-        while (j < cg->ntma && memcmp(&cg->tma[j], &t, sizeof t) != 0) j++;
-        if (j == cg->ntma) memcpy(&cg->tma[cg->ntma++], &t, sizeof t);
-        cg->async_idx[i] = j;
+        cg->async_idx[i] = add_desc(cg, &t, false);
+    }
+    /* a view's stores go through TMA when it is written only, and all of them can */
+    uint8_t *tma_ok = ARENA_ARRAY(cg->scratch, uint8_t, f->nparams ? f->nparams : 1);
+    memset(tma_ok, 1, f->nparams);
+    for (uint32_t i = 0; i < f->nops; i++) {
+        IrOp *op = &f->ops[i];
+        if (op->dead || op->opc != IR_BLOCK_STORE) continue;
+        IrVal view = ir_opnd(f, op, 0);
+        if (!f->vals[view].is_arg || f->vals[view].def != f->body) continue;
+        StorePlan sp;
+        if (!store_plan(cg, op, &sp) || !write_only(f, view)) tma_ok[f->vals[view].idx] = 0;
+    }
+    for (uint32_t i = 0; i < f->nops; i++) {
+        IrOp *op = &f->ops[i];
+        if (op->dead || op->opc != IR_BLOCK_STORE) continue;
+        IrVal view = ir_opnd(f, op, 0);
+        StorePlan sp;
+        if (!f->vals[view].is_arg || f->vals[view].def != f->body || !tma_ok[f->vals[view].idx] ||
+            !store_plan(cg, op, &sp))
+            continue;
+        CgTmaDesc t;
+        plan_desc(cg, view, &sp.S, sp.R, opt[f->vals[view].idx], &t);
+        cg->async_idx[i] = add_desc(cg, &t, true);
+        if (cg->async_idx[i] == UINT32_MAX) tma_ok[f->vals[view].idx] = 0; /* no room: plain stores */
+    }
+    for (uint32_t i = 0; i < f->nops; i++) { /* a view that ran out of room stores plainly throughout */
+        IrOp *op = &f->ops[i];
+        IrVal view = op->opc == IR_BLOCK_STORE ? ir_opnd(f, op, 0) : IR_NONE;
+        if (!op->dead && view && f->vals[view].is_arg && f->vals[view].def == f->body && !tma_ok[f->vals[view].idx])
+            cg->async_idx[i] = UINT32_MAX;
     }
     return true;
 }
@@ -399,23 +570,131 @@ void cg_lower_DOT_WAIT(Cg *cg, uint32_t opid, IrOp *op)
     cg_define(cg, res, out, n);
 }
 
+/* i1: descriptor j is a map (any of its 128 bytes set), not the launcher's zeros. */
+static LLVMValueRef desc_valid(Cg *cg, uint32_t j)
+{
+    LLVMValueRef any = LLVMConstInt(cg->i64, 0, 0);
+    for (uint32_t w = 0; w < 16; w++) {
+        LLVMValueRef i = k32(cg, w);
+        LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->i64, cg->tma_param[j], &i, 1, "");
+        LLVMValueRef word = LLVMBuildLoad2(cg->b, cg->i64, p, "");
+        LLVMSetAlignment(word, 8);
+        any = LLVMBuildOr(cg->b, any, word, "");
+    }
+    return LLVMBuildICmp(cg->b, LLVMIntNE, any, LLVMConstInt(cg->i64, 0, 0), "");
+}
+
 void cg_lower_TMA_READY(Cg *cg, uint32_t opid, IrOp *op)
 {
     (void)opid;
     IrFunc *f = cg->f;
     IrVal view = ir_opnd(f, op, 0);
     LLVMValueRef ready = LLVMConstInt(cg->i1, 1, 0);
-    for (uint32_t j = 0; j < cg->ntma; j++) {
-        if (!f->vals[view].is_arg || cg->tma[j].param != f->vals[view].idx) continue;
-        LLVMValueRef any = LLVMConstInt(cg->i64, 0, 0);
-        for (uint32_t w = 0; w < 16; w++) {
-            LLVMValueRef i = k32(cg, w);
-            LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->i64, cg->tma_param[j], &i, 1, "");
-            LLVMValueRef word = LLVMBuildLoad2(cg->b, cg->i64, p, "");
-            LLVMSetAlignment(word, 8);
-            any = LLVMBuildOr(cg->b, any, word, "");
-        }
-        ready = LLVMBuildAnd(cg->b, ready, LLVMBuildICmp(cg->b, LLVMIntNE, any, LLVMConstInt(cg->i64, 0, 0), ""), "");
-    }
+    for (uint32_t j = 0; j < cg->ntma; j++)
+        if (f->vals[view].is_arg && cg->tma[j].param == f->vals[view].idx)
+            ready = LLVMBuildAnd(cg->b, ready, desc_valid(cg, j), "");
     cg_define(cg, ir_res(op, 0), &ready, 1);
+}
+
+/* ---- TMA stores: the lowering ------------------------------------------------------------ */
+
+/* Offset operand v as a TMA coordinate (i32); *fits &= it is one (in [-2^31, 2^31)). */
+static LLVMValueRef coordinate(Cg *cg, IrVal v, LLVMValueRef *fits)
+{
+    LLVMValueRef x = cg_reg(cg, v, 0);
+    unsigned w = LLVMGetIntTypeWidth(LLVMTypeOf(x));
+    bool sg = dt_is_signed((DType)ir_vty(cg->f, v).dt);
+    if (w < 32 || (w == 32 && sg)) /* always in range */
+        return w == 32 ? x : sg ? LLVMBuildSExt(cg->b, x, cg->i32, "") : LLVMBuildZExt(cg->b, x, cg->i32, "");
+    LLVMValueRef x64 = w == 64 ? x : LLVMBuildZExt(cg->b, x, cg->i64, "");
+    LLVMValueRef c = LLVMBuildTrunc(cg->b, x64, cg->i32, "");
+    LLVMValueRef back = sg ? LLVMBuildSExt(cg->b, c, cg->i64, "") : LLVMBuildZExt(cg->b, c, cg->i64, "");
+    LLVMValueRef ok = LLVMBuildICmp(cg->b, LLVMIntEQ, back, x64, "");
+    if (!sg) ok = LLVMBuildAnd(cg->b, ok, LLVMBuildICmp(cg->b, LLVMIntSGE, c, k32(cg, 0), ""), "");
+    *fits = LLVMBuildAnd(cg->b, *fits, ok, "");
+    return c;
+}
+
+/* Per strip group: a barrier (the scratch area's previous user may still read
+ * it), every thread's registers into the staging layout, the writes made visible
+ * to the async proxy, a barrier; then where `ok`, thread 0 stores the group's
+ * boxes, commits them and waits until they are read, elsewhere every thread
+ * stores the group from shared memory itself, strip by strip (a strip is a tile
+ * of its own in the same layout: few registers at a time, whole lines per row). */
+static void tma_store_path(Cg *cg, IrOp *op, const StorePlan *p, uint32_t j, LLVMValueRef ok, LLVMValueRef row0,
+                           LLVMValueRef col0, bool again)
+{
+    IrFunc *f = cg->f;
+    IrVal value = ir_opnd(f, op, 3);
+    IrType t = ir_vty(f, value);
+    uint32_t strip = p->R * p->span, rows_box = p->R < 256 ? p->R : 256, box0 = p->span / p->S.ebytes;
+    uint32_t strip_elems = strip / p->S.ebytes;
+    int32_t sdims[2] = {(int32_t)p->R, (int32_t)box0};
+    IrType st = ir_ty_tile((DType)t.dt, false, 2, sdims); /* one strip, stored on its own without TMA */
+    SharedLayout SS = cg_tma_store_layout(st);
+    LLVMValueRef area = cg_smem(cg, p->group * strip + p->align);
+    LLVMValueRef a32 = LLVMBuildPtrToInt(cg->b, area, cg->i32, "");
+    LLVMValueRef base32 = LLVMBuildAnd(cg->b, LLVMBuildAdd(cg->b, a32, k32(cg, p->align - 1), ""),
+                                       k32(cg, ~(p->align - 1)), "stage.base");
+    LLVMValueRef pad = LLVMBuildSub(cg->b, base32, a32, "");
+    LLVMValueRef base = LLVMBuildGEP2(cg->b, cg->i8, area, &pad, 1, "");
+    if (again) { /* the view's earlier TMA stores have written global memory: stores to it stay in order */
+        LLVMBasicBlockRef join = cg_thread0(cg);
+        cg_asm_void(cg, "cp.async.bulk.wait_group 0;");
+        LLVMBuildBr(cg->b, join);
+        LLVMPositionBuilderAtEnd(cg->b, join);
+    }
+    for (uint32_t g0 = 0; g0 < p->strips; g0 += p->group) {
+        cg_barrier(cg);
+        cg_smem_store_shared_part(cg, value, &p->S, base, g0 * strip_elems, p->group * strip_elems);
+        cg_asm_void(cg, "fence.proxy.async.shared::cta;");
+        cg_barrier(cg);
+        LLVMBasicBlockRef tma = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "tma.store");
+        LLVMBasicBlockRef plain = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "staged.store");
+        LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "store.done");
+        LLVMBuildCondBr(cg->b, ok, tma, plain);
+        LLVMPositionBuilderAtEnd(cg->b, tma);
+        LLVMBasicBlockRef join = cg_thread0(cg);
+        LLVMValueRef desc = LLVMBuildPtrToInt(cg->b, cg->tma_param[j], cg->i64, "");
+        for (uint32_t s = g0; s < g0 + p->group; s++)
+            for (uint32_t q = 0; q < p->R / rows_box; q++) {
+                LLVMValueRef a[4] = {desc, LLVMBuildAdd(cg->b, col0, k32(cg, s * box0), ""),
+                                     LLVMBuildAdd(cg->b, row0, k32(cg, q * rows_box), ""),
+                                     LLVMBuildAdd(cg->b, base32, k32(cg, (s - g0) * strip + q * rows_box * p->span), "")};
+                asm_call(cg, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];",
+                         "l,r,r,r,~{memory}", a, 4);
+            }
+        cg_asm_void(cg, "cp.async.bulk.commit_group;");
+        cg_asm_void(cg, "cp.async.bulk.wait_group.read 0;");
+        LLVMBuildBr(cg->b, join);
+        LLVMPositionBuilderAtEnd(cg->b, join);
+        LLVMBuildBr(cg->b, done);
+        LLVMPositionBuilderAtEnd(cg->b, plain);
+        for (uint32_t s = g0; s < g0 + p->group; s++) {
+            LLVMValueRef off = k32(cg, (s - g0) * strip);
+            cg_store_staged(cg, op, st, &SS, LLVMBuildGEP2(cg->b, cg->i8, base, &off, 1, ""), s * box0);
+        }
+        LLVMBuildBr(cg->b, done);
+        LLVMPositionBuilderAtEnd(cg->b, done);
+    }
+}
+
+bool cg_tma_store(Cg *cg, uint32_t opid, IrOp *op)
+{
+    if (!cg->async_idx || cg->async_idx[opid] == UINT32_MAX) return false;
+    IrFunc *f = cg->f;
+    StorePlan p;
+    bool planned = store_plan(cg, op, &p);
+    TL_ASSERT(planned, "codegen");
+    uint32_t j = cg->async_idx[opid];
+    LLVMValueRef fits = LLVMConstInt(cg->i1, 1, 0);
+    LLVMValueRef row0 = coordinate(cg, ir_opnd(f, op, 1), &fits), col0 = coordinate(cg, ir_opnd(f, op, 2), &fits);
+    LLVMValueRef ok = LLVMBuildAnd(cg->b, desc_valid(cg, j), fits, "tma.ok");
+    /* another TMA store of the view may run before this one: it in a loop, or another op */
+    bool again = in_loop(f, op);
+    for (uint32_t i = 0; i < f->nops && !again; i++)
+        again = i != opid && !f->ops[i].dead && f->ops[i].opc == IR_BLOCK_STORE && cg->async_idx[i] != UINT32_MAX &&
+                ir_opnd(f, &f->ops[i], 0) == ir_opnd(f, op, 0);
+    tma_store_path(cg, op, &p, j, ok, row0, col0, again);
+    return true;
 }

@@ -52,7 +52,8 @@ typedef struct Cg {
     CgTmaDesc *tma;              /* the kernel's TMA descriptors, deduplicated, in kernel-ABI order per view */
     uint32_t ntma;
     LLVMValueRef *tma_param;     /* per descriptor: its 128-byte byval kernel parameter */
-    uint32_t *async_idx;         /* per op id: SMEM_ALLOC -> its bufs[] index, ASYNC_LOAD -> its tma[] index */
+    uint32_t *async_idx;         /* per op id: SMEM_ALLOC -> its bufs[] index, ASYNC_LOAD -> its tma[] index,
+                                  * BLOCK_STORE -> its tma[] index (UINT32_MAX: not a TMA store) */
     LLVMValueRef bufs_base;      /* 1024-aligned start of the buffers (addrspace 3), before the scratch area */
     LLVMValueRef bufs_base32;    /* the same as a shared-window address (i32) */
     bool failed;                 /* a user-facing error was reported */
@@ -83,7 +84,10 @@ LLVMValueRef cg_thread_offset(Cg *cg, const Layout *L);
 /* Coordinate of dim k held in register r (i32). */
 LLVMValueRef cg_coord(Cg *cg, const Layout *L, LLVMValueRef thread_off, uint32_t r, int k);
 void cg_barrier(Cg *cg);
-/* A pointer to byte `off` of the shared scratch area (reserving `bytes` bytes from 0). */
+/* A pointer to byte `off` of the shared scratch area (reserving `bytes` bytes from 0).
+ * Every user of the area starts with a barrier (cg_barrier) before it writes: the
+ * area may still be read by the previous user (a TMA store's reads are waited for
+ * by the thread that issued it before it reaches that barrier). */
 LLVMValueRef cg_smem(Cg *cg, uint32_t bytes);
 /* Inline PTX without operands or results that touches memory (a fence). */
 void cg_asm_void(Cg *cg, const char *text);
@@ -115,11 +119,32 @@ LLVMValueRef cg_cast(Cg *cg, LLVMValueRef x, DType from, bool from_ptr, DType to
  * registers allow).  base (i8 addrspace(3)) must be 16-byte aligned, and to
  * the swizzle's repeat for a swizzled S.  No barrier. */
 void cg_smem_store_shared(Cg *cg, IrVal x, const SharedLayout *S, LLVMValueRef base);
+/* The same for the elements whose offset in S lies in [lo, lo + n) only, stored at
+ * base + (offset - lo) * ebytes: a part of the buffer (n a power of two, lo a
+ * multiple of it).  Which registers fall in the part must not depend on the
+ * thread: n is S's whole size, or cg_smem_part_static(L, S, n) holds. */
+void cg_smem_store_shared_part(Cg *cg, IrVal x, const SharedLayout *S, LLVMValueRef base, uint32_t lo, uint32_t n);
+/* Whether the lane and warp bits of L composed with S give offsets below n only
+ * (so that the registers alone pick the part of size n an element is in). */
+bool cg_smem_part_static(const Layout *L, const SharedLayout *S, uint32_t n);
 /* The converse: each register of layout L (elements of type et) loaded from the
  * buffer laid out by S at base, as wide as layout_shared_max_vec allows; a
  * replicated register shares its copy's load. */
 void cg_smem_load_shared(Cg *cg, const Layout *L, const SharedLayout *S, LLVMTypeRef et, LLVMValueRef base,
                          LLVMValueRef *out);
+
+/* lower_mem.c: elements per access of a BLOCK_LOAD/STORE's vector path in layout L
+ * (esize-byte elements; at most 16 bytes). */
+int cg_store_vector_elems(const Layout *L, int esize);
+/* Bytes of the longest run along the last dim one such access of a warp covers: a
+ * register group continued by lanes 0, 1, ... (128 or more: whole lines per row). */
+int cg_store_run_bytes(const Layout *L, int esize);
+/* Part of BLOCK_STORE op's value, staged in shared memory at base in layout S: the
+ * tile t of its columns col .. col + t.dims[1] - 1 (one strip of a TMA store's
+ * staging area), read back in the default blocked layout (16-byte vectors) and
+ * stored at op's offsets plus col along the last dim, clipped to the view as any
+ * block store.  No barrier. */
+void cg_store_staged(Cg *cg, IrOp *op, IrType t, const SharedLayout *S, LLVMValueRef base, uint32_t col);
 
 /* lower_async.c: shared-memory buffers (smem<T>[S, R, C]).  Each SMEM_ALLOC owns
  * a static region of dynamic shared memory, planned before the body is lowered:
@@ -159,6 +184,21 @@ typedef struct CgBufRef {
 bool cg_buf_operand(Cg *cg, IrVal v, uint32_t user, CgBufRef *out);
 /* The shared-window address (i32) of the stage r names. */
 LLVMValueRef cg_buf_stage32(Cg *cg, const CgBufRef *r);
+/* TMA stores.  A BLOCK_STORE (opid, op) that cg_async_plan gave a descriptor
+ * (async_idx[opid]) is lowered here and true returned (false: nothing built, a
+ * plain store): per group of column strips (all of them, unless the tile does
+ * not fit beside the buffers), a barrier, every thread's registers into the
+ * scratch area in cg_tma_store_layout, fence.proxy.async, a barrier; then, where
+ * the descriptor is valid (and the offsets fit TMA's 32-bit coordinates), thread
+ * 0 stores one box per strip with cp.async.bulk.tensor (TMA clips them at the
+ * view's edges), commits them and waits until they are read; elsewhere every
+ * thread stores the staged strips with cg_store_staged. */
+bool cg_tma_store(Cg *cg, uint32_t opid, IrOp *op);
+/* The staging layout of a TMA store of tile t (rank 2, rows of at least 16 bytes):
+ * layout_shared_swizzled along dim 1 with the widest swizzle the rows allow, one
+ * box of [R rows (at most 256 per box), span / ebytes columns] per column strip,
+ * strips one after another: what a TMA store of those boxes reads. */
+SharedLayout cg_tma_store_layout(IrType t);
 
 
 /* lower_dot.c: a DOT through wgmma (sm_90a), decided on the host.  The

@@ -37,6 +37,13 @@
  *      the GPU chooses (the interpreter's row-major order is not kept).
  *      atom.global.add.f32 flushes subnormal inputs and results to zero (PTX
  *      ISA); the interpreter does not.
+ *   6. BLOCK_STORE of a 2-d tile into a view parameter on sm_90a whose registers
+ *      give less than 16 bytes per access and whose warps write less than a
+ *      128-byte line of a row per access (an accumulator's pairs) is staged in
+ *      shared memory and written by TMA (lower_async.c, cg_tma_store); where
+ *      the launcher passed no descriptor, every thread reads the staged tile
+ *      back in the default blocked layout (16-byte vectors along rows) and
+ *      stores it as above (cg_store_staged).
  * i1 tiles are bytes in memory (0 or 1 written; any nonzero byte reads as 1).
  * The contiguity analysis, like Triton's, assumes index arithmetic does not
  * wrap inside one vector group (an i32 offset tile crossing 2^31 there).
@@ -180,6 +187,16 @@ static uint32_t group_size(const Layout *L, int esize, uint32_t maxg)
     uint32_t cap = 16u / (uint32_t)esize;
     g = umin32(g, umin32(cap, maxg));
     return g ? g : 1;
+}
+
+int cg_store_vector_elems(const Layout *L, int esize) { return (int)group_size(L, esize, 16); }
+
+int cg_store_run_bytes(const Layout *L, int esize)
+{
+    int last = L->rank - 1, k = (int)group_bits(L);
+    uint32_t run = 1u << k; /* elements: a register group, then the lanes that continue it */
+    for (int i = 0; i < L->nbits[LL_LANE] && k + i < L->dimbits[last] && L->basis[LL_LANE][i] == run; i++) run *= 2;
+    return (int)run * esize;
 }
 
 /* ---- predicated PTX accesses -------------------------------------------------- */
@@ -684,7 +701,8 @@ static void block_ptrs(Cg *cg, Access *A)
     }
 }
 
-static void block_access(Cg *cg, IrOp *op, IrType bt, const Layout *L, Access *A)
+/* The access of a block of op's view at op's offsets, plus `add` (NULL: none) per dim. */
+static void block_access(Cg *cg, IrOp *op, IrType bt, const Layout *L, const int64_t *add, Access *A)
 {
     IrFunc *f = cg->f;
     LLVMBuilderRef b = cg->b;
@@ -703,6 +721,7 @@ static void block_access(Cg *cg, IrOp *op, IrType bt, const Layout *L, Access *A
         DType odt = (DType)ir_vty(f, o).dt;
         if (LLVMTypeOf(x) != cg->i64)
             x = dt_is_signed(odt) ? LLVMBuildSExt(b, x, cg->i64, "") : LLVMBuildZExt(b, x, cg->i64, "");
+        if (add && add[k]) x = LLVMBuildAdd(b, x, k64(cg, (uint64_t)add[k]), "");
         cx->off[k] = x;
         cx->spread[k] = L && L->dimbits[k];
         if (!cx->spread[k]) {
@@ -777,7 +796,7 @@ void cg_lower_BLOCK_LOAD(Cg *cg, uint32_t opid, IrOp *op)
     DType dt = (DType)rt.dt;
     const Layout *L = cg_layout(cg, res);
     Access A = {.dt = dt};
-    block_access(cg, op, rt, L, &A);
+    block_access(cg, op, rt, L, NULL, &A);
     LLVMValueRef *other = NULL;
     if (op->attr.j) {
         other = regs_in(cg, ir_opnd(cg->f, op, 1 + (uint32_t)rt.rank), L, A.n);
@@ -791,17 +810,32 @@ void cg_lower_BLOCK_LOAD(Cg *cg, uint32_t opid, IrOp *op)
 
 void cg_lower_BLOCK_STORE(Cg *cg, uint32_t opid, IrOp *op)
 {
-    (void)opid;
+    if (cg_tma_store(cg, opid, op)) return; /* through shared memory (lower_async.c) */
     IrType vt = ir_vty(cg->f, ir_opnd(cg->f, op, 0));
     IrVal value = ir_opnd(cg->f, op, 1 + vt.rank);
     IrType bt = ir_vty(cg->f, value);
     DType dt = (DType)bt.dt;
     const Layout *L = cg_layout(cg, value);
     Access A = {.dt = dt};
-    block_access(cg, op, bt, L, &A);
+    block_access(cg, op, bt, L, NULL, &A);
     own_stores(cg, L, &A);
     LLVMValueRef *val = regs_in(cg, value, L, A.n);
     for (uint32_t r = 0; r < A.n; r++) val[r] = to_store(cg, dt, val[r]);
+    access_store(cg, &A, val);
+}
+
+void cg_store_staged(Cg *cg, IrOp *op, IrType t, const SharedLayout *S, LLVMValueRef base, uint32_t col)
+{
+    DType dt = (DType)t.dt;
+    TL_ASSERT(t.rank == 2 && dt != DT_I1 && !t.isptr, "codegen");
+    Layout L = layout_default(t, cg->warps);
+    uint32_t n = layout_nregs(&L);
+    LLVMValueRef *val = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    cg_smem_load_shared(cg, &L, S, cg_dtype(cg, dt), base, val);
+    int64_t add[IR_MAXRANK] = {0, (int64_t)col};
+    Access A = {.dt = dt};
+    block_access(cg, op, t, &L, add, &A);
+    own_stores(cg, &L, &A);
     access_store(cg, &A, val);
 }
 

@@ -15,7 +15,8 @@
  *    to PTX and an sm_90a cubin: TMA, mbarriers, wait_group 1, no operand
  *    stored to shared memory in the pipelined path, no ptxas warning that
  *    wgmma is serialized; the descriptors are kernel parameters of the ABI,
- *    optional (guarded) in the metadata, and the shared memory is the plan's.
+ *    optional (guarded) in the metadata, and the shared memory is the plan's; C is
+ *    stored through TMA (test_cgtmastore.c), its staging the only st.shared.
  * 4. A buffer allocated in a loop re-initialises its barriers (inval, init);
  *    loads without a guard have required descriptors; a stage loaded into
  *    between its smem_read and the DOT is copied, not read in place; user errors (TMA before
@@ -389,13 +390,24 @@ static void pipelined_gemms(void **state)
             assert_int_equal(count(loop, "fence.proxy.async"), 0);
             assert_int_equal(count(loop, "wgmma.fence.sync.aligned"), 1);
             free(loop);
-            if (!P.fallback) assert_int_equal(count(ptx, "st.shared"), 0);
+            /* without the fallback, the only st.shared are the epilogue's: C staged for its TMA
+             * store (bf16 pairs, after the dot_wait) */
+            int staged = P.BM * P.BN / (32 * P.warps) / 2;
+            if (!P.fallback) {
+                assert_int_equal(count(ptx, "st.shared"), staged);
+                assert_int_equal(count(ptx_from(ptx, "wgmma.wait_group.sync.aligned 0;"), "st.shared.b32"), staged);
+            }
+            assert_int_equal(count(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), P.BN * 2 / 128);
             /* ptxas keeps the wgmma pipeline */
             const char *info = B.r.info.s ? B.r.info.s : "";
             if (strstr(info, "serialized")) fail_msg("case %zu: ptxas serializes wgmma:\n%s", i, info);
-            /* facts: two optional descriptors, and the buffers' shared memory */
+            /* facts: two optional descriptors for the loads, one for C's TMA store, and the
+             * buffers' shared memory */
             const CgKernelFacts *f = &B.r.facts[0];
-            assert_int_equal(f->ntma, 2);
+            assert_int_equal(f->ntma, 3);
+            assert_int_equal(f->tma[2].param, 2);
+            assert_true(f->tma[2].optional);
+            assert_int_equal(f->tma[2].box[1], (uint32_t)P.BM);
             DType dt;
             assert_true(dt_from_name(P.dt, strlen(P.dt), &dt));
             for (int j = 0; j < 2; j++) {
@@ -413,11 +425,13 @@ static void pipelined_gemms(void **state)
             /* the stages, 8-byte barriers, rounded up to 128 for the scratch area after them */
             uint32_t bufs = ((uint32_t)S * (cs[i].stage_a + cs[i].stage_b) + 16u * (uint32_t)S + 127) & ~127u;
             assert_true(f->smem_dynamic >= 1024 + bufs);
-            if (!P.fallback) assert_int_equal(f->smem_dynamic, 1024 + bufs);
+            /* and after them the scratch area: C's staging (aligned at run time to 1024) */
+            if (!P.fallback) assert_int_equal(f->smem_dynamic, 1024 + bufs + (uint32_t)(P.BM * P.BN * 2) + 1024);
             tilert_meta m = meta_of(&B);
             assert_int_equal(m.kernels[0].params[0].flags, TILERT_META_PARAM_TMA_OPTIONAL);
             assert_int_equal(m.kernels[0].params[1].flags, TILERT_META_PARAM_TMA_OPTIONAL);
-            assert_int_equal(m.kernels[0].params[2].ntma, 0);
+            assert_int_equal(m.kernels[0].params[2].ntma, 1);
+            assert_int_equal(m.kernels[0].params[2].flags, TILERT_META_PARAM_TMA_OPTIONAL);
             assert_int_equal(m.kernels[0].smem_dynamic, f->smem_dynamic);
             tilert_meta_free(&m);
             built_free(&B);
@@ -450,9 +464,10 @@ static void unguarded_loads(void **state)
     Pipe P = {"bf16", 128, 128, 64, 2, 8, true, false, false, false};
     Built B = build(&P, "sm_90a", CG_EMIT_PTX);
     if (!B.ok) fail_msg("%s", B.diag);
-    assert_int_equal(B.r.facts[0].ntma, 2);
+    assert_int_equal(B.r.facts[0].ntma, 3);
     assert_false(B.r.facts[0].tma[0].optional);
     assert_false(B.r.facts[0].tma[1].optional);
+    assert_true(B.r.facts[0].tma[2].optional); /* C's store tests its descriptor itself */
     tilert_meta m = meta_of(&B);
     assert_int_equal(m.kernels[0].params[0].flags, 0);
     assert_int_equal(m.kernels[0].params[0].ntma, 1);
@@ -486,10 +501,15 @@ static void in_place_only_when_unchanged(void **state)
         CgTarget tg = {.arch = "sm_90a", .opt_level = 3};
         CgResult r;
         assert_true(cg_compile_module(m, &tg, CG_EMIT_PTX, &r, &d));
-        const char *dot = ptx_from(r.ptx.s, "mbarrier.try_wait.parity");
+        /* from the waits to the wgmma (C's TMA store stages it in shared memory after) */
+        char *dot = tl_xstrdup(ptx_from(r.ptx.s, "mbarrier.try_wait.parity"));
+        char *end = strstr(dot, "wgmma.commit_group");
+        assert_non_null(end);
+        *end = 0;
         if (overwrite) assert_true(count(dot, "st.shared.v4") > 0);
         else assert_int_equal(count(dot, "st.shared"), 0);
         assert_int_equal(count(dot, "wgmma.mma_async"), 4);
+        free(dot);
         cg_result_free(&r);
         ir_module_free(m);
         diag_free(&d);
