@@ -103,7 +103,7 @@ static Layout insert_dim(const Layout *L, int axis)
 /* X broadcast to layout P is a register renaming when X is P with the bits of
  * the broadcast dims (size 1 in xt) dropped: each thread then already holds,
  * in register r, the element that register r of the result repeats. */
-static bool broadcast_renames(const Layout *P, const Layout *X, IrType xt)
+static Layout broadcast_source(const Layout *P, IrType xt)
 {
     Layout Q = *P;
     for (int d = 0; d < xt.rank; d++)
@@ -111,6 +111,12 @@ static bool broadcast_renames(const Layout *P, const Layout *X, IrType xt)
             Layout S = layout_slice(&Q, d);
             Q = insert_dim(&S, d);
         }
+    return Q;
+}
+
+static bool broadcast_renames(const Layout *P, const Layout *X, IrType xt)
+{
+    Layout Q = broadcast_source(P, xt);
     return layout_eq(&Q, X);
 }
 
@@ -465,9 +471,27 @@ static void insert_conversions(LayoutState *s, IrBlk b, ConvCache *cache)
             if (!to) {
                 IrBuilder bld;
                 ir_builder_at_end(&bld, f, b);
-                bld.pos = i++; /* before the op, which moves one place on */
+                bld.pos = i; /* before the op */
                 bld.loc = ir_op(f, opid)->loc;
-                to = ir_build1(&bld, IR_CONVERT_LAYOUT, &v, 1, ir_vty(f, v), NULL);
+                uint32_t d = ir_def(f, v);
+                IrVal x = d != UINT32_MAX && ir_op(f, d)->opc == IR_BROADCAST ? ir_opnd(f, ir_op(f, d), 0) : IR_NONE;
+                if (x && is_tile(f, x) && ir_ty_numel(ir_vty(f, x)) < ir_ty_numel(ir_vty(f, v))) {
+                    /* a broadcast (a row's scale, say) is wanted in another layout:
+                     * move its small source into the layout that broadcasts to
+                     * `want` by renaming registers, and broadcast again there,
+                     * instead of moving the whole broadcast tile */
+                    Layout Q = broadcast_source(&f->layouts[want], ir_vty(f, x));
+                    uint32_t q = intern(f, &Q);
+                    IrVal xs = x;
+                    if (f->val_layout[x] != q) {
+                        xs = ir_build1(&bld, IR_CONVERT_LAYOUT, &x, 1, ir_vty(f, x), NULL);
+                        f->val_layout[xs] = q;
+                    }
+                    to = ir_build1(&bld, IR_BROADCAST, &xs, 1, ir_vty(f, v), NULL);
+                } else {
+                    to = ir_build1(&bld, IR_CONVERT_LAYOUT, &v, 1, ir_vty(f, v), NULL);
+                }
+                i = bld.pos; /* the op moved on past what was inserted */
                 f->val_layout[to] = want;
                 ConvEntry e = {v, to, want};
                 VEC_PUSH(cache->e, cache->n, cache->cap, e);
@@ -490,6 +514,14 @@ void pass_layout(IrFunc *f, PassCtx *cx)
     ConvCache cache = {0};
     insert_conversions(&s, f->body, &cache);
     free(cache.e);
+    /* broadcasts whose every user now reads a re-broadcast source (above) are dead:
+     * drop them, or codegen would still move them between layouts */
+    uint32_t *uses = ir_use_counts(f);
+    for (uint32_t i = 0; i < f->nops; i++) {
+        IrOp *op = ir_op(f, i);
+        if (!op->dead && op->opc == IR_BROADCAST && uses[op->res] == 0) ir_op_erase(f, i);
+    }
+    free(uses);
     free(s.parent);
     free(s.free_);
     cx->changed = true;
