@@ -16,8 +16,9 @@
  *          iterations early;
  *      and the loop's step is a positive constant.
  *   2. Stages S: the `pipeline(S)` hint, or PIPE_AUTO_STAGES without one; then
- *      as many as the shared-memory budget holds (PIPE_SMEM_BUDGET over the
- *      bytes of one stage of every candidate).  `pipeline(1)` or a budget for
+ *      as many as the shared-memory budget holds (what PIPE_SMEM_BUDGET has
+ *      left after the kernel's loops visited before, over the bytes of one
+ *      stage of every candidate: every loop's buffers have their own place).  `pipeline(1)` or a budget for
  *      fewer than 2 stages leaves the loop alone.
  *   3. Each candidate gets latency S - 1 (it is issued that many iterations
  *      ahead of its use) and the loop's stages attribute becomes S.
@@ -72,9 +73,14 @@ static bool candidate(IrFunc *f, uint32_t loop, uint32_t id, uint8_t *slice)
     return pipe_offset_slice(f, loop, id, slice);
 }
 
-static void assign(IrFunc *f, uint32_t loop, void *vcx)
+typedef struct Budget {
+    PassCtx *cx;
+    uint32_t used;   /* bytes of stage buffers given to earlier loops of the kernel */
+} Budget;
+
+static void assign(IrFunc *f, uint32_t loop, void *vb)
 {
-    PassCtx *cx = vcx;
+    Budget *bud = vb;
     if (!layout_arch_has_wgmma(f->mod->arch)) return;
     int64_t hint = f->ops[loop].attr.i;
     if (hint == 1 || !positive_const_step(f, loop)) return;
@@ -92,11 +98,13 @@ static void assign(IrFunc *f, uint32_t loop, void *vcx)
     if (ncand) {
         int64_t stages = hint ? hint : PIPE_AUTO_STAGES;
         if (stages > 16) stages = 16;
-        while (stages >= 2 && (uint64_t)stages * bytes > PIPE_SMEM_BUDGET) stages--;
+        uint32_t left = PIPE_SMEM_BUDGET - bud->used;
+        while (stages >= 2 && (uint64_t)stages * bytes > left) stages--;
         if (stages >= 2) {
             for (uint32_t i = 0; i < ncand; i++) f->ops[cand[i]].latency = (uint8_t)(stages - 1);
             f->ops[loop].attr.i = stages;
-            cx->changed = true;
+            bud->used += (uint32_t)stages * bytes;
+            bud->cx->changed = true;
         }
     }
     free(cand);
@@ -104,5 +112,6 @@ static void assign(IrFunc *f, uint32_t loop, void *vcx)
 
 void pass_pipeline_latency(IrFunc *f, PassCtx *cx)
 {
-    pipe_for_each_loop(f, assign, cx);
+    Budget bud = {cx, 0};
+    pipe_for_each_loop(f, assign, &bud);
 }

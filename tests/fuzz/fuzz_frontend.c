@@ -7,8 +7,9 @@
  *   3. on each module that lowered: ir_verify_module, then the text round trip
  *      print -> ir_parse -> print, which must give the same text;
  *   4. the default pass pipeline (pass_run_pipeline), then the same verify and
- *      round trip on the result; then the backend passes (pass_run_backend:
- *      layout assignment), verify and round trip again;
+ *      round trip on the result; then the backend passes for sm_90a
+ *      (pass_run_backend: software pipelining, layout assignment), verify and
+ *      round trip again;
  *   5. a differential test of the passes: each kernel small enough (no op over
  *      INTERP_MAX_COST elements or multiply-adds, little printing) runs in the
  *      reference interpreter before and after the passes, on the same
@@ -248,6 +249,7 @@ static void check_module(IrModule *m, const char *stage, const char *src, size_t
     sb_free(&text);
 
     quiet_diag(&d, "fuzz.tile", src, len);
+    m->arch = "sm_90a"; /* the backend passes of the default target: software pipelining too */
     (void)pass_run_backend(m, &dump, &d);
     diag_free(&d);
     verified_text(m, "backend passes", &text);
