@@ -360,11 +360,13 @@ static void stdlib_gemm_ptx(void **state)
 {
     (void)state;
     static const GemmCase cases[] = {
-        {"stdlib/gemm.tile", "gemm", {{0}}, 0, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", 4},
-        {"stdlib/gemm.tile", "gemm_nt", {{0}}, 0, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", 4},
+        {"stdlib/gemm.tile", "gemm", {{0}}, 0, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", 4},
+        {"stdlib/gemm.tile", "gemm_nt", {{"BN", "128"}}, 1, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", 4},
         {"stdlib/gemm.tile", "gemm", {{"T", "f16"}, {"BM", "64"}, {"BN", "64"}, {"BK", "32"}}, 4,
          "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16", 2},
-        {"stdlib/fp8_gemm.tile", NULL, {{0}}, 0, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", -1},
+        {"stdlib/fp8_gemm.tile", "fp8_gemm", {{0}}, 0, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", -1},
+        {"stdlib/fp8_gemm.tile", "fp8_gemm_blockscale", {{0}}, 0, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3",
+         -1},
         {"stdlib/attention.tile", NULL, {{0}}, 0, "wgmma.mma_async.sync.aligned.m64n", -1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -264,14 +264,15 @@ static void stdlib_tma_stores(void **state)
 {
     (void)state;
     static const StoreCase cs[] = {
-        {"stdlib/gemm.tile", "gemm", {{0}}, 0, DT_BF16, 128, 128, 1, 1},
-        {"stdlib/gemm.tile", "gemm", {{"BN", "256"}}, 1, DT_BF16, 128, 256, 1, 1},
-        {"stdlib/gemm.tile", "gemm", {{"TC", "f32"}}, 1, DT_F32, 128, 128, 1, 1},
+        {"stdlib/gemm.tile", "gemm", {{"BN", "128"}}, 1, DT_BF16, 128, 128, 1, 1},
+        {"stdlib/gemm.tile", "gemm", {{0}}, 0, DT_BF16, 128, 256, 1, 1},
+        {"stdlib/gemm.tile", "gemm", {{"TC", "f32"}, {"BN", "128"}}, 2, DT_F32, 128, 128, 1, 1},
         {"stdlib/gemm.tile", "gemm", {{"TC", "f32"}, {"BN", "256"}}, 2, DT_F32, 128, 256, 2, 1},
         {"stdlib/gemm.tile", "gemm", {{"T", "f16"}, {"TC", "f16"}, {"BM", "64"}, {"BN", "64"}}, 4, DT_F16, 64, 64, 1, 1},
-        {"stdlib/gemm.tile", "gemm_nt", {{"TC", "f32"}}, 1, DT_F32, 128, 128, 1, 1},
-        {"stdlib/gemm.tile", "gemm_persistent", {{0}}, 0, DT_BF16, 128, 128, 1, 1},
-        {"stdlib/fp8_gemm.tile", "fp8_gemm", {{0}}, 0, DT_BF16, 128, 128, 1, 1},
+        {"stdlib/gemm.tile", "gemm_nt", {{"TC", "f32"}, {"BN", "128"}}, 2, DT_F32, 128, 128, 1, 1},
+        {"stdlib/gemm.tile", "gemm_persistent", {{"BN", "128"}}, 1, DT_BF16, 128, 128, 1, 1},
+        {"stdlib/fp8_gemm.tile", "fp8_gemm", {{"BN", "128"}}, 1, DT_BF16, 128, 128, 1, 1},
+        {"stdlib/fp8_gemm.tile", "fp8_gemm", {{0}}, 0, DT_BF16, 128, 256, 1, 1},
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         const StoreCase *c = &cs[i];
