@@ -120,15 +120,20 @@ static IrVal iconst(IrBuilder *b, IrType like, int64_t v)
 }
 
 /* At b: if (k + ahead < ub) { the pipelined loads of iteration k + ahead, into
- * stage `stage` }.  The test is ub - k > ahead: k + ahead may not fit the
- * induction variable's type, while ub - k does for any k of the loop. */
-static void issue_loads(Expand *e, IrBuilder *b, IrVal k0, int64_t ahead, IrVal stage)
+ * stage `stage` }.  The test is k < ub && ub - k > ahead: k + ahead may not fit
+ * the induction variable's type, while ub - k does once k < ub (inside the
+ * loop always; the prologue's k, the lower bound, also when the loop is empty
+ * and an unsigned ub - k would wrap). */
+static void issue_loads(Expand *e, IrBuilder *b, IrVal k0, int64_t ahead, IrVal stage, bool in_loop)
 {
     IrFunc *f = e->f;
     IrVal ub = ir_opnd(f, &f->ops[e->loop], 1);
     IrType ivt = ir_vty(f, k0);
-    IrVal cond = ahead ? ir_cmp(b, CMP_GT, ir_binary(b, IR_SUB, ub, k0), iconst(b, ivt, ahead))
-                       : ir_cmp(b, CMP_LT, k0, ub);
+    IrVal cond = ir_cmp(b, CMP_LT, k0, ub);
+    if (ahead) {
+        IrVal room = ir_cmp(b, CMP_GT, ir_binary(b, IR_SUB, ub, k0), iconst(b, ivt, ahead));
+        cond = in_loop ? room : ir_binary(b, IR_AND, cond, room);
+    }
     uint32_t ifop = ir_build(b, IR_IF, &cond, 1, NULL, 0, NULL);
     IrBlk then = f->ops[ifop].region[0], els = f->ops[ifop].region[1];
     IrBuilder tb, eb;
@@ -265,7 +270,7 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
         e.bufs[j] = ir_build1(&tb, IR_SMEM_ALLOC, NULL, 0, ir_ty_smem((DType)t.dt, S, t.rank, t.dims), NULL);
     }
     tb.loc = L.loc;
-    for (int s = 0; s < S - 1; s++) issue_loads(&e, &tb, lb, s * step, ir_const_int(&tb, DT_I32, s));
+    for (int s = 0; s < S - 1; s++) issue_loads(&e, &tb, lb, s * step, ir_const_int(&tb, DT_I32, s), false);
 
     /* 4. the pipelined loop */
     IrVal *opnds = tl_xmalloc((L.nopnd + 1) * sizeof *opnds);
@@ -315,7 +320,7 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
     bb.loc = L.loc;
     ir_build(&bb, IR_BARRIER, NULL, 0, NULL, 0, NULL);
     IrVal sn = ir_binary(&bb, IR_REM, ir_binary(&bb, IR_ADD, iter, ir_const_int(&bb, DT_I32, S - 1)), cS);
-    issue_loads(&e, &bb, f->blocks[nb].args[0], (int64_t)(S - 1) * step, sn);
+    issue_loads(&e, &bb, f->blocks[nb].args[0], (int64_t)(S - 1) * step, sn, true);
     yv[nc] = ir_binary(&bb, IR_ADD, iter, ir_const_int(&bb, DT_I32, 1));
     yield(&bb, yv, nc + 1);
 
