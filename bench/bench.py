@@ -16,8 +16,9 @@ achieved TB/s (memory-bound kernels: bytes read + written) or TFLOP/s, and
 tilec / baseline speed (baseline time / tilec time: > 1 means tilec is faster).
 Correctness is checked against the baseline's output before timing.
 
---only softmax-sweep,rmsnorm-sweep (issue 3): every candidate parameter set of stdlib softmax and
-rmsnorm (ROWS, WARPS, PERSIST, EXACT, BLOCK, the TILEC_MIN_CTAS occupancy hint) at 4096 x {4096,
+--only softmax-sweep,rmsnorm-sweep (issue 3): every candidate parameter set of stdlib softmax
+(ROWS, WARPS, PERSIST, EXACT, BLOCK) and rmsnorm (BLOCK), each also under the TILEC_MIN_CTAS
+occupancy hint, at 4096 x {4096,
 8192, 16384}, bf16 and f32, each checked once and timed alone; prints TB/s and % of the copy
 bandwidth it measures first, then the fastest correct variant per shape as TUNED entries (the
 parameters of the normal softmax/rmsnorm rows).  About 80 variants: use --runs 15 --warmup 3.
