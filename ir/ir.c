@@ -399,17 +399,29 @@ static void mark_dead(IrFunc *f, uint32_t id)
     }
 }
 
-void ir_op_erase(IrFunc *f, uint32_t id)
+static void unlink(IrFunc *f, uint32_t id)
 {
-    IrOp *op = &f->ops[id];
-    IrBlock *blk = &f->blocks[op->parent];
+    IrBlock *blk = &f->blocks[f->ops[id].parent];
     for (uint32_t k = 0; k < blk->nops; k++)
         if (blk->ops[k] == id) {
             memmove(&blk->ops[k], &blk->ops[k + 1], (blk->nops - k - 1) * sizeof(uint32_t));
             blk->nops--;
-            break;
+            return;
         }
+}
+
+void ir_op_erase(IrFunc *f, uint32_t id)
+{
+    unlink(f, id);
     mark_dead(f, id);
+}
+
+void ir_op_move_to_end(IrFunc *f, uint32_t id, IrBlk b)
+{
+    unlink(f, id);
+    IrBlock *blk = &f->blocks[b];
+    VEC_PUSH(blk->ops, blk->nops, blk->opcap, id);
+    f->ops[id].parent = b;
 }
 
 void ir_set_opnd(IrFunc *f, uint32_t id, uint32_t i, IrVal v)

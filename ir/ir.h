@@ -236,6 +236,8 @@ IrVal ir_cmp(IrBuilder *b, IrCmp pred, IrVal x, IrVal y);
 /* ---- editing ---------------------------------------------------------- */
 void ir_replace_all_uses(IrFunc *f, IrVal from, IrVal to);
 void ir_op_erase(IrFunc *f, uint32_t op);   /* unlink from its block, mark dead (and its regions' ops) */
+/* Moves op (with its regions) from its block to the end of block b. */
+void ir_op_move_to_end(IrFunc *f, uint32_t op, IrBlk b);
 void ir_set_opnd(IrFunc *f, uint32_t op, uint32_t i, IrVal v);
 /* Number of uses of each value by live ops: an array of f->nvals counts (malloc'd). */
 uint32_t *ir_use_counts(IrFunc *f);

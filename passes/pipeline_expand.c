@@ -91,24 +91,6 @@ static uint32_t clone_op(Expand *e, IrBuilder *b, uint32_t id)
     return nid;
 }
 
-static void unlink_op(IrFunc *f, uint32_t id)
-{
-    IrBlock *blk = &f->blocks[f->ops[id].parent];
-    for (uint32_t k = 0; k < blk->nops; k++)
-        if (blk->ops[k] == id) {
-            memmove(&blk->ops[k], &blk->ops[k + 1], (blk->nops - k - 1) * sizeof(uint32_t));
-            blk->nops--;
-            return;
-        }
-}
-
-static void append_op(IrFunc *f, IrBlk b, uint32_t id)
-{
-    IrBlock *blk = &f->blocks[b];
-    VEC_PUSH(blk->ops, blk->nops, blk->opcap, id);
-    f->ops[id].parent = b;
-}
-
 static void yield(IrBuilder *b, const IrVal *vals, uint32_t n)
 {
     ir_build(b, IR_YIELD, vals, n, NULL, 0, NULL);
@@ -251,8 +233,7 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
 
     /* 2. else: the original loop, never to be pipelined again */
     IrBlk els = f->ops[ifop].region[1], then = f->ops[ifop].region[0];
-    unlink_op(f, loop);
-    append_op(f, els, loop);
+    ir_op_move_to_end(f, loop, els);
     IrBuilder eb;
     ir_builder_at_end(&eb, f, els);
     eb.loc = L.loc;
