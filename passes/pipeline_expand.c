@@ -43,7 +43,6 @@
 #include "pipeline.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 typedef struct Expand {
     IrFunc *f;
