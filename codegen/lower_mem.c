@@ -644,20 +644,41 @@ typedef struct BlkCtx {
     bool spread[IR_MAXRANK];
     LLVMValueRef off[IR_MAXRANK], base, toff;
     LLVMValueRef lo[IR_MAXRANK], hi[IR_MAXRANK], in0;
+    bool lazy;                  /* masks and addresses built in the predicated path */
+    LLVMValueRef slow_toff;     /* there: toff through an opaque copy (see slow_thread_offset) */
 } BlkCtx;
+
+/* The thread offset the predicated path computes its coordinates from.  Built
+ * there (lazy), the per-register coordinates, masks and 64-bit addresses of
+ * one access would otherwise be the same LLVM values as another access's
+ * (a load's and the store of the same block, or the next iteration's load):
+ * GVN then makes them available on the vector path too and merges them with
+ * phis, keeping dozens of 64-bit values live across the kernel (a persistent
+ * row loop spilled 800 bytes per thread).  An opaque copy (a side-effecting
+ * mov) makes each access's predicated path compute its own. */
+static LLVMValueRef slow_thread_offset(Cg *cg, BlkCtx *c)
+{
+    if (!c->lazy) return c->toff;
+    if (!c->slow_toff) {
+        LLVMValueRef t = c->toff;
+        c->slow_toff = cg_inline_asm(cg, cg->i32, "mov.b32 $0, $1;", "=r,r", &t, 1, true);
+    }
+    return c->slow_toff;
+}
 
 /* The in-bounds mask of each register: in0 (the scalar dims) and, per spread
  * dim, its coordinate c in [lo, hi); `own` (stores) folded in. */
 static void block_masks(Cg *cg, Access *A)
 {
-    const BlkCtx *c = A->blk;
+    BlkCtx *c = (BlkCtx *)A->blk;
     LLVMBuilderRef b = cg->b;
+    LLVMValueRef toff = c->L ? slow_thread_offset(cg, c) : NULL;
     A->mask = ARENA_ARRAY(cg->scratch, LLVMValueRef, A->n);
     for (uint32_t r = 0; r < A->n; r++) {
         LLVMValueRef in = c->in0;
         for (int k = 0; k < c->rank; k++) {
             if (!c->spread[k]) continue;
-            LLVMValueRef co = cg_coord(cg, c->L, c->toff, r, k);
+            LLVMValueRef co = cg_coord(cg, c->L, toff, r, k);
             in = and_opt(cg, in, LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntUGE, co, c->lo[k], ""),
                                               LLVMBuildICmp(b, LLVMIntULT, co, c->hi[k], ""), ""));
         }
@@ -686,15 +707,16 @@ static bool regs_disjoint(const Layout *L)
 /* The predicated path's addresses: base + sum over spread dims of (off + c) * stride. */
 static void block_ptrs(Cg *cg, Access *A)
 {
-    const BlkCtx *c = A->blk;
+    BlkCtx *c = (BlkCtx *)A->blk;
     LLVMBuilderRef b = cg->b;
+    LLVMValueRef toff = c->L ? slow_thread_offset(cg, c) : NULL;
     LLVMTypeRef st = store_type(cg, A->dt);
     A->ptr = ARENA_ARRAY(cg->scratch, LLVMValueRef, A->n);
     for (uint32_t r = 0; r < A->n; r++) {
         LLVMValueRef idx = c->base;
         for (int k = 0; k < c->rank; k++) {
             if (!c->spread[k]) continue;
-            LLVMValueRef c64 = LLVMBuildZExt(b, cg_coord(cg, c->L, c->toff, r, k), cg->i64, "");
+            LLVMValueRef c64 = LLVMBuildZExt(b, cg_coord(cg, c->L, toff, r, k), cg->i64, "");
             idx = LLVMBuildAdd(b, idx, LLVMBuildMul(b, LLVMBuildAdd(b, c->off[k], c64, ""), c->V->stride[k], ""), "");
         }
         A->ptr[r] = LLVMBuildGEP2(b, st, c->V->ptr, &idx, 1, "");
@@ -751,6 +773,7 @@ static void block_access(Cg *cg, IrOp *op, IrType bt, const Layout *L, const int
     A->blk = cx;
     A->make_ptr = block_ptrs;
     bool two = two_paths(A);
+    cx->lazy = two;
     LLVMValueRef fbase = NULL;
     if (two) { /* the vector path: stride[last] == 1, so a group is fbase + a constant */
         LLVMValueRef fo = LLVMBuildAdd(b, base, cx->off[rank - 1], "");
