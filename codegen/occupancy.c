@@ -13,9 +13,11 @@
  *      results), and for an op with regions, plus the peak inside them.  A tile weighs its
  *      registers per thread in its layout (16-bit elements half, 64-bit and
  *      pointers double).  Values codegen recomputes where used (arange,
- *      splat, constants and pure elementwise ops or reshapes of them) weigh 0.
- *   2. R = peak + 32 (addresses, loop and reduction temporaries), rounded up
- *      to 8, at least 40.
+ *      splat, constants and pure elementwise ops or reshapes of them) weigh 0,
+ *      and so do values streamed into a reduction or a store (mark_streamed).
+ *   2. R = max(peak + 32, 2 * peak) (addresses, loop and reduction
+ *      temporaries, and the widening and packing of 16-bit rows, which grow
+ *      with the row), rounded up to 8, at least 40.
  *   3. CTAs = min(65536 / (threads * R), 2048 / threads); with 2 or more it
  *      is emitted as .minnctapersm, which caps ptxas at 65536 / (CTAs *
  *      threads) registers.
@@ -23,7 +25,10 @@
  * registers (4 CTAs) 3.79 TB/s against 2.36 at ptxas's 162; rmsnorm f32 8k at
  * 128 (2 CTAs) 3.79, but capped at 64 it spilled in the hot path (x and w
  * both live: 2.39) -- hence the liveness estimate rather than the largest
- * tile.  Kernels with DOT keep ptxas's choice.
+ * tile.  rmsnorm bf16 with its rows live as bf16 (passes/remat.c), 64 elements
+ * per thread: peak 64, 128 registers, 3.5-3.7 TB/s at 8k-16k columns (2.5 when
+ * ptxas took 255 registers and one CTA per SM).  Kernels with DOT keep ptxas's
+ * choice.
  * TILEC_MIN_CTAS=N in the environment overrides the result (0: no hint), for
  * tuning experiments; TILEC_OCC_DEBUG=1 prints the estimated peak.
  */
@@ -36,6 +41,7 @@ typedef struct Occ {
     IrFunc *f;
     int threads;
     uint8_t *free_;     /* per value: recomputed where used */
+    uint8_t *streamed;  /* per value: consumed element by element into a reduction */
     uint32_t *last;     /* per value: index of its last use in its own block */
 } Occ;
 
@@ -44,7 +50,7 @@ static double weight(Occ *o, IrVal v)
 {
     IrFunc *f = o->f;
     IrType t = ir_vty(f, v);
-    if (t.kind != TY_TILE || t.rank == 0 || o->free_[v]) return 0;
+    if (t.kind != TY_TILE || t.rank == 0 || o->free_[v] || o->streamed[v]) return 0;
     double regs;
     uint32_t li = f->val_layout && v < f->nval_layout ? f->val_layout[v] : 0;
     if (li) {
@@ -143,6 +149,92 @@ static double peak(Occ *o, IrBlk b)
     return best;
 }
 
+static bool is_reduction(IrOpcode opc)
+{
+    return opc == IR_REDUCE_SUM || opc == IR_REDUCE_MAX || opc == IR_REDUCE_MIN || opc == IR_ARGMAX || opc == IR_ARGMIN;
+}
+
+static bool holds_reduction(IrFunc *f, IrOp *op)
+{
+    switch ((IrOpcode)op->opc) {
+    case IR_REDUCE_SUM: case IR_REDUCE_MAX: case IR_REDUCE_MIN: case IR_ARGMAX: case IR_ARGMIN:
+    case IR_CUMSUM: case IR_SORT: case IR_TOPK:
+        return true;
+    default:
+        break;
+    }
+    for (uint32_t r = 0; r < op->nregion; r++) {
+        IrBlock *B = ir_blk(f, op->region[r]);
+        for (uint32_t i = 0; i < B->nops; i++)
+            if (holds_reduction(f, ir_op(f, B->ops[i]))) return true;
+    }
+    return false;
+}
+
+/* streamed[v]: v is a pure elementwise tile (or a reshape) whose every use, in
+ * its own block and with no reduction between, is a reduction or an op whose
+ * result is streamed or only stored -- x * x in sum(x * x, 0), or the f32 chain x * rstd * w before its
+ * cast to bf16 in a store: LLVM and ptxas compute such values element by
+ * element as they are consumed, so they never hold a whole tile of registers.
+ * (What a store writes is counted: it is all live at the store.  A value
+ * nothing uses weighs 0 too.) */
+static void mark_streamed(Occ *o)
+{
+    IrFunc *f = o->f;
+    uint8_t *stored = tl_xcalloc(f->nvals, 1);   /* 1: stored only, 2: used otherwise */
+    /* per op: the reductions (or ops holding one) before it in its block, so
+     * that a value used past a reduction -- live across it -- is not streamed */
+    uint32_t *before = tl_xcalloc(f->nops ? f->nops : 1, sizeof(uint32_t));
+    uint8_t *bnd = tl_xcalloc(f->nops ? f->nops : 1, 1);
+    for (IrBlk b = 0; b < f->nblocks; b++) {
+        IrBlock *B = ir_blk(f, b);
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < B->nops; i++) {
+            before[B->ops[i]] = n;
+            bnd[B->ops[i]] = holds_reduction(f, ir_op(f, B->ops[i]));
+            n += bnd[B->ops[i]];
+        }
+    }
+    for (uint32_t i = 0; i < f->nops; i++) {
+        IrOp *op = ir_op(f, i);
+        if (op->dead) continue;
+        if (op->nres == 1 && !op->nregion) {
+            uint32_t fl = ir_opinfo[op->opc].flags;
+            if (((fl & IR_PURE) && (fl & IR_ELEM)) || op->opc == IR_RESHAPE || op->opc == IR_EXPAND_DIMS)
+                o->streamed[ir_res(op, 0)] = 1;
+        }
+        for (uint32_t k = 0; k < op->nopnd; k++) {
+            IrVal v = ir_opnd(f, op, k);
+            if (!v || v >= f->nvals) continue;
+            bool st = (op->opc == IR_STORE && k == 1) || (op->opc == IR_BLOCK_STORE && k == op->nopnd - 1);
+            stored[v] = st && stored[v] != 2 && def_block(f, v) == op->parent ? 1 : 2;
+        }
+    }
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (uint32_t i = 0; i < f->nops; i++) {
+            IrOp *op = ir_op(f, i);
+            if (op->dead) continue;
+            bool ok_user = is_reduction((IrOpcode)op->opc) ||
+                           (op->nres == 1 && !op->nregion &&
+                            (o->streamed[ir_res(op, 0)] || stored[ir_res(op, 0)] == 1));
+            for (uint32_t k = 0; k < op->nopnd; k++) {
+                IrVal v = ir_opnd(f, op, k);
+                if (!v || v >= f->nvals || !o->streamed[v]) continue;
+                uint32_t d = ir_def(f, v);
+                bool across = d != UINT32_MAX && before[i] - before[d] - bnd[d] > 0;
+                if (!ok_user || def_block(f, v) != op->parent || across) {
+                    o->streamed[v] = 0;
+                    changed = true;
+                }
+            }
+        }
+    }
+    free(stored);
+    free(before);
+    free(bnd);
+}
+
 int cg_min_ctas(IrFunc *f, int warps)
 {
     const char *env = getenv("TILEC_MIN_CTAS");
@@ -150,12 +242,15 @@ int cg_min_ctas(IrFunc *f, int warps)
     for (uint32_t i = 0; i < f->nops; i++)
         if (ir_op(f, i)->opc == IR_DOT) return 0;
     int threads = 32 * warps;
-    Occ o = {f, threads, tl_xcalloc(f->nvals, 1), tl_xcalloc(f->nvals, sizeof(uint32_t))};
+    Occ o = {f, threads, tl_xcalloc(f->nvals, 1), tl_xcalloc(f->nvals, 1), tl_xcalloc(f->nvals, sizeof(uint32_t))};
+    mark_streamed(&o);
     double p = peak(&o, f->body);
     if (getenv("TILEC_OCC_DEBUG")) fprintf(stderr, "occupancy: %s peak %.1f regs/thread\n", f->name, p);
     free(o.free_);
+    free(o.streamed);
     free(o.last);
-    int64_t r = ((int64_t)p + 32 + 7) / 8 * 8;
+    double need = p + 32 > 2 * p ? p + 32 : 2 * p;
+    int64_t r = ((int64_t)need + 7) / 8 * 8;
     if (r < 40) r = 40;
     int64_t ctas = 65536 / ((int64_t)threads * r);
     if (ctas > 2048 / threads) ctas = 2048 / threads;

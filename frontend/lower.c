@@ -171,10 +171,11 @@ static void lower_kernel(Lower *L, const AstNode *kn, bool *used, IrFunc *scratc
     if (kn->warps) {
         int64_t w;
         if (fe_const_int(L, kn->warps, "the number of warps", &w)) {
-            if (!sema_is_pow2(w) || w > 32)
-                diag_error(L->d, kn->warps->loc, "warps(%lld): the number of warps must be a power of two from 1 to 32",
+            if (w != 0 && (!sema_is_pow2(w) || w > 32))
+                diag_error(L->d, kn->warps->loc,
+                           "warps(%lld): the number of warps must be a power of two from 1 to 32 (or 0: the compiler's choice)",
                            (long long)w);
-            else f->warps = (int)w;
+            else f->warps = (int)w;   /* 0: chosen by the layout pass */
         }
     }
     if (kn->has_grid) lower_grid(L, kn, f, param_bind);
