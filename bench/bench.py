@@ -22,6 +22,7 @@ occupancy hint, at 4096 x {4096,
 8192, 16384}, bf16 and f32, each checked once and timed alone; prints TB/s and % of the copy
 bandwidth it measures first, then the fastest correct variant per shape as TUNED entries (the
 parameters of the normal softmax/rmsnorm rows).  About 80 variants: use --runs 15 --warmup 3.
+--only rmsnorm-lab: the same for the candidate rmsnorm structures in bench/rmsnorm_lab.tile.
 """
 import argparse
 import concurrent.futures
@@ -224,9 +225,8 @@ def bench_copy(b):
 # the predictions made before the H200 sweep (bench.py --only softmax-sweep,rmsnorm-sweep, which
 # prints a replacement for each entry it measured: paste its "TUNED[...]" lines here).
 TUNED = {
-    # the winners of the H200 sweep of 2026-11-29 (bench/results/README.md), where they beat the default
-    ('softmax', 'bf16', 8192): {'WARPS': 4},
-    ('softmax', 'bf16', 16384): {'WARPS': 8},
+    # (empty: the H200 sweeps of 2026-11-29 found softmax bf16's best warps, 4 at 8k and 8 at 16k
+    # columns, which the compiler's default now picks for 16-bit rows)
 }
 
 
@@ -308,27 +308,54 @@ def rmsnorm_variants(tname, cols):
     return v
 
 
-def bench_sweep(b, root, kernel):
+def rmsnorm_lab_variants(tname, cols):
+    """bench/rmsnorm_lab.tile's kernels (one-chunk structures) at the compiler's warps and at 64
+    elements per thread (warps = cols / 2048), under the default occupancy hint and 2 to 4 CTAs per
+    SM; rms_persist at P = 1..4 programs per SM (hint P) (f32: rms_base and rms_persist only)."""
+    kernels = ["rms_base", "rms_raw", "rms_rawwf"] if tname != "f32" else ["rms_base"]
+    w0 = {4096: 8, 8192: 8, 16384: 16}[cols]
+    w = max(cols // 2048, 1)
+    v = []
+    for k in kernels:
+        v.append((k, {"WARPS": 0}, {}, k))
+        for ctas in ("", "2", "3", "4"):
+            if ctas and w * int(ctas) > 64:
+                continue   # more than 64 warps per SM
+            label = k + " WARPS=%d" % w + ("" if not ctas else " MIN_CTAS=" + ctas)
+            v.append((label, {"WARPS": w}, {"TILEC_MIN_CTAS": ctas} if ctas else {}, k))
+    for warps in ((w0, w) if tname != "f32" else ()):   # (rms_persist widens bf16 bits only)
+        for p in (1, 2, 3, 4):
+            if warps * p > 64:
+                continue
+            v.append(("rms_persist WARPS=%d P=%d" % (warps, p), {"WARPS": warps, "P": p},
+                      {"TILEC_MIN_CTAS": str(p)}, "rms_persist"))
+    return v
+
+
+def bench_sweep(b, root, kernel, lab=False):
     """Times every variant of `kernel` (softmax, rmsnorm) at 4096 x {4096, 8192, 16384}, bf16 and
     f32, against the copy bandwidth measured here; checks each against torch once.  Prints one
     line per variant as it goes, then per (dtype, columns) the fastest correct variant as a TUNED
-    entry for the normal rows."""
+    entry for the normal rows.  lab: rmsnorm's candidate structures in bench/rmsnorm_lab.tile
+    (rmsnorm_lab_variants) instead of stdlib rmsnorm's parameters."""
     n = 1 << 28
     src, dst = rand([n // 4], torch.float32), torch.empty(n // 4, device="cuda")
     (cm, _, _), = b.timer.compare([lambda: dst.copy_(src)])
     copy = 2 * n / (cm * 1e-6) / 1e12
     del src, dst
     print("sweep %s: copy %.3f TB/s; %d runs per variant" % (kernel, copy, b.timer.runs), flush=True)
-    path = os.path.join(root, "stdlib/softmax.tile" if kernel == "softmax" else "stdlib/norms.tile")
+    path = (os.path.join(os.path.dirname(os.path.abspath(__file__)), "rmsnorm_lab.tile") if lab else
+            os.path.join(root, "stdlib/softmax.tile" if kernel == "softmax" else "stdlib/norms.tile"))
+    variants_of = softmax_variants if kernel == "softmax" else rmsnorm_lab_variants if lab else rmsnorm_variants
     shapes = [(dtype, tname, cols) for dtype, tname in [(torch.bfloat16, "bf16"), (torch.float32, "f32")]
               for cols in [4096, 8192, 16384]]
     # every specialization first, in parallel (tilec is single-threaded, about a second each)
     jobs = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as pool:
         for _, tname, cols in shapes:
-            for label, params, env in (softmax_variants if kernel == "softmax" else rmsnorm_variants)(tname, cols):
+            for label, params, env, *kname in variants_of(tname, cols):
                 defines = dict({"T": tname, "BLOCK": cols}, **params)
-                jobs[(tname, cols, label)] = pool.submit(b.build, path, kernel, defines, (), env)
+                jobs[(tname, cols, label)] = pool.submit(b.build, path, (kname or [kernel])[0], defines, (), env)
     print("sweep %s: %d specializations built" % (kernel, len(jobs)), flush=True)
     best = {}
     for dtype, tname, cols in shapes:
@@ -344,10 +371,9 @@ def bench_sweep(b, root, kernel):
             ref = torch.nn.functional.rms_norm(x.float(), [cols], w.float(), 1e-6).to(dtype)
             tol = (2e-2, 1e-4) if dtype == torch.bfloat16 else (1e-4, 1e-4)
         work = 2 * x.numel() * x.element_size()
-        variants = softmax_variants(tname, cols) if kernel == "softmax" else rmsnorm_variants(tname, cols)
-        for label, params, env in variants:
+        for label, params, env, *kname in variants_of(tname, cols):
             try:
-                k = b.rt.kernel(b.rt.load(jobs[(tname, cols, label)].result()), kernel)
+                k = b.rt.kernel(b.rt.load(jobs[(tname, cols, label)].result()), (kname or [kernel])[0])
                 y.fill_(float("nan"))
                 b.launch(k, args)
                 torch.cuda.synchronize()
@@ -405,7 +431,8 @@ def main():
                "rmsnorm-fast": lambda: bench_rmsnorm(b, args.root, ("--fast-math",)),
                "gemm": lambda: bench_gemm(b, args.root),
                "softmax-sweep": lambda: bench_sweep(b, args.root, "softmax"),
-               "rmsnorm-sweep": lambda: bench_sweep(b, args.root, "rmsnorm")}
+               "rmsnorm-sweep": lambda: bench_sweep(b, args.root, "rmsnorm"),
+               "rmsnorm-lab": lambda: bench_sweep(b, args.root, "rmsnorm", lab=True)}
     for name in args.only.split(","):
         try:
             benches[name]()
