@@ -22,7 +22,8 @@ occupancy hint, at 4096 x {4096,
 8192, 16384}, bf16 and f32, each checked once and timed alone; prints TB/s and % of the copy
 bandwidth it measures first, then the fastest correct variant per shape as TUNED entries (the
 parameters of the normal softmax/rmsnorm rows).  About 80 variants: use --runs 15 --warmup 3.
---only rmsnorm-lab: the same for the candidate rmsnorm structures in bench/rmsnorm_lab.tile.
+--only rmsnorm-lab, softmax-lab: the same for the candidate structures in bench/rmsnorm_lab.tile
+and bench/softmax_lab.tile.
 """
 import argparse
 import concurrent.futures
@@ -298,13 +299,36 @@ def softmax_variants(tname, cols):
 
 
 def rmsnorm_variants(tname, cols):
+    # the default (WARPS=0: the compiler's choice, about 128 bytes of the row per thread), twice and
+    # half its warps, occupancy hints around the estimate, and two chunks per row
+    w = max(cols * (2 if tname == "bf16" else 4) // 4096, 1)
     v = [("default", {}, {}),
+         ("WARPS=%d" % (2 * w), {"WARPS": 2 * w}, {}),
          ("MIN_CTAS=1", {}, {"TILEC_MIN_CTAS": "1"}),
          ("MIN_CTAS=2", {}, {"TILEC_MIN_CTAS": "2"}),
          ("MIN_CTAS=3", {}, {"TILEC_MIN_CTAS": "3"}),
          ("BLOCK=%d (2 chunks)" % (cols // 2), {"BLOCK": cols // 2}, {})]
+    if w > 1:
+        v.append(("WARPS=%d" % (w // 2), {"WARPS": w // 2}, {}))
+    if 2 * w > 32:
+        v = [x for x in v if x[0] != "WARPS=%d" % (2 * w)]
+    return v
+
+
+def softmax_lab_variants(tname, cols):
+    """bench/softmax_lab.tile's one-row forms (bf16 only; f32: none), at the compiler's warps and
+    twice as many, under occupancy hints of 2 to 4 CTAs per SM."""
     if tname == "f32":
-        v = [x for x in v if x[0] in ("default", "MIN_CTAS=1", "MIN_CTAS=2")]
+        return []
+    w = max(cols // 2048, 1)
+    v = []
+    for k in ("sm_1d", "sm_2d"):
+        for warps in (0, 2 * w):
+            for ctas in ("", "2", "3", "4"):
+                if ctas and (warps or w) * int(ctas) > 64:
+                    continue
+                label = k + ("" if not warps else " WARPS=%d" % warps) + ("" if not ctas else " MIN_CTAS=" + ctas)
+                v.append((label, {"WARPS": warps}, {"TILEC_MIN_CTAS": ctas} if ctas else {}, k))
     return v
 
 
@@ -344,9 +368,11 @@ def bench_sweep(b, root, kernel, lab=False):
     copy = 2 * n / (cm * 1e-6) / 1e12
     del src, dst
     print("sweep %s: copy %.3f TB/s; %d runs per variant" % (kernel, copy, b.timer.runs), flush=True)
-    path = (os.path.join(os.path.dirname(os.path.abspath(__file__)), "rmsnorm_lab.tile") if lab else
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = (os.path.join(here, kernel + "_lab.tile") if lab else
             os.path.join(root, "stdlib/softmax.tile" if kernel == "softmax" else "stdlib/norms.tile"))
-    variants_of = softmax_variants if kernel == "softmax" else rmsnorm_lab_variants if lab else rmsnorm_variants
+    variants_of = {("softmax", False): softmax_variants, ("softmax", True): softmax_lab_variants,
+                   ("rmsnorm", False): rmsnorm_variants, ("rmsnorm", True): rmsnorm_lab_variants}[(kernel, lab)]
     shapes = [(dtype, tname, cols) for dtype, tname in [(torch.bfloat16, "bf16"), (torch.float32, "f32")]
               for cols in [4096, 8192, 16384]]
     # every specialization first, in parallel (tilec is single-threaded, about a second each)
@@ -432,7 +458,8 @@ def main():
                "gemm": lambda: bench_gemm(b, args.root),
                "softmax-sweep": lambda: bench_sweep(b, args.root, "softmax"),
                "rmsnorm-sweep": lambda: bench_sweep(b, args.root, "rmsnorm"),
-               "rmsnorm-lab": lambda: bench_sweep(b, args.root, "rmsnorm", lab=True)}
+               "rmsnorm-lab": lambda: bench_sweep(b, args.root, "rmsnorm", lab=True),
+               "softmax-lab": lambda: bench_sweep(b, args.root, "softmax", lab=True)}
     for name in args.only.split(","):
         try:
             benches[name]()

@@ -45,6 +45,7 @@ typedef struct Cg {
     LLVMValueRef tid, lane, warp; /* i32, computed in the entry block */
     LLVMValueRef smem;           /* the scratch area of dynamic shared memory (addrspace 3) */
     uint32_t smem_bytes;         /* scratch shared memory the function needs */
+    uint32_t nlaunder;           /* opaque thread-offset copies made (lower_mem.c) */
     /* pipelining (lower_async.c), planned before the body is lowered */
     struct CgBuf *bufs;          /* one per SMEM_ALLOC */
     uint32_t nbufs;

@@ -654,14 +654,18 @@ typedef struct BlkCtx {
  * (a load's and the store of the same block, or the next iteration's load):
  * GVN then makes them available on the vector path too and merges them with
  * phis, keeping dozens of 64-bit values live across the kernel (a persistent
- * row loop spilled 800 bytes per thread).  An opaque copy (a side-effecting
- * mov) makes each access's predicated path compute its own. */
+ * row loop spilled 800 bytes per thread).  An opaque copy (an inline-asm mov,
+ * its text unique to the access) makes each access's predicated path compute
+ * its own. */
 static LLVMValueRef slow_thread_offset(Cg *cg, BlkCtx *c)
 {
     if (!c->lazy) return c->toff;
     if (!c->slow_toff) {
+        /* the text differs per access, so LLVM cannot merge two copies either */
         LLVMValueRef t = c->toff;
-        c->slow_toff = cg_inline_asm(cg, cg->i32, "mov.b32 $0, $1;", "=r,r", &t, 1, true);
+        char text[64];
+        snprintf(text, sizeof text, "mov.b32 $0, $1; // slow path %u", cg->nlaunder++);
+        c->slow_toff = cg_inline_asm(cg, cg->i32, text, "=r,r", &t, 1, false);
     }
     return c->slow_toff;
 }

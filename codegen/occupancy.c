@@ -12,12 +12,14 @@
  *      its block has live across it (operands used last there die into the
  *      results), and for an op with regions, plus the peak inside them.  A tile weighs its
  *      registers per thread in its layout (16-bit elements half, 64-bit and
- *      pointers double).  Values codegen recomputes where used (arange,
+ *      pointers double; a broadcast weighs what its source does; a tile of
+ *      at most one element per thread is a scalar).  Values codegen recomputes where used (arange,
  *      splat, constants and pure elementwise ops or reshapes of them) weigh 0,
- *      and so do values streamed into a reduction or a store (mark_streamed).
- *   2. R = max(peak + 32, 2 * peak) (addresses, loop and reduction
- *      temporaries, and the widening and packing of 16-bit rows, which grow
- *      with the row), rounded up to 8, at least 40.
+ *      and so do values used up before the next reduction (mark_streamed).
+ *   2. R = max(peak + 24 + 4 * (tensor and pointer parameters), 2 * peak)
+ *      (addresses, loop and reduction temporaries, and the widening and
+ *      packing of 16-bit rows, which grow with the row), rounded up to 8, at
+ *      least 40.
  *   3. CTAs = min(65536 / (threads * R), 2048 / threads); with 2 or more it
  *      is emitted as .minnctapersm, which caps ptxas at 65536 / (CTAs *
  *      threads) registers.
@@ -51,6 +53,9 @@ static double weight(Occ *o, IrVal v)
     IrFunc *f = o->f;
     IrType t = ir_vty(f, v);
     if (t.kind != TY_TILE || t.rank == 0 || o->free_[v] || o->streamed[v]) return 0;
+    /* a broadcast's registers are its source's (codegen maps them; nothing is copied) */
+    uint32_t d = ir_def(f, v);
+    if (d != UINT32_MAX && ir_op(f, d)->opc == IR_BROADCAST) return weight(o, ir_opnd(f, ir_op(f, d), 0));
     double regs;
     uint32_t li = f->val_layout && v < f->nval_layout ? f->val_layout[v] : 0;
     if (li) {
@@ -60,6 +65,8 @@ static double weight(Occ *o, IrVal v)
         regs = (double)((ir_ty_numel(t) + o->threads - 1) / o->threads);
     }
     int bytes = t.isptr ? 8 : dt_bytes((DType)t.dt);
+    /* at most one element per thread (a reduction's result): a scalar, weighs 0 like them */
+    if (ir_ty_numel(t) <= o->threads) return 0;
     return regs * (bytes < 2 ? 0.25 : bytes / 4.0);
 }
 
@@ -149,11 +156,6 @@ static double peak(Occ *o, IrBlk b)
     return best;
 }
 
-static bool is_reduction(IrOpcode opc)
-{
-    return opc == IR_REDUCE_SUM || opc == IR_REDUCE_MAX || opc == IR_REDUCE_MIN || opc == IR_ARGMAX || opc == IR_ARGMIN;
-}
-
 static bool holds_reduction(IrFunc *f, IrOp *op)
 {
     switch ((IrOpcode)op->opc) {
@@ -171,22 +173,20 @@ static bool holds_reduction(IrFunc *f, IrOp *op)
     return false;
 }
 
-/* streamed[v]: v is a pure elementwise tile (or a reshape) whose every use, in
- * its own block and with no reduction between, is a reduction or an op whose
- * result is streamed or only stored -- x * x in sum(x * x, 0), or the f32 chain x * rstd * w before its
- * cast to bf16 in a store: LLVM and ptxas compute such values element by
- * element as they are consumed, so they never hold a whole tile of registers.
- * (What a store writes is counted: it is all live at the store.  A value
- * nothing uses weighs 0 too.) */
+/* streamed[v]: v is a pure elementwise tile (or a reshape of one) used only in
+ * its own block, with no reduction between its definition and any use, and
+ * not as the value of a store.  LLVM and ptxas compute such values element by
+ * element where they are consumed (x * x in sum(x * x, 0), the polynomial of
+ * an exp, the f32 chain x * rstd * w before its cast to bf16), so they never
+ * hold a whole tile of registers; what crosses a reduction (its shuffles and
+ * barriers) or is stored is what takes registers. */
 static void mark_streamed(Occ *o)
 {
     IrFunc *f = o->f;
-    uint8_t *stored = tl_xcalloc(f->nvals, 1);   /* 1: stored only, 2: used otherwise */
-    /* per op: the reductions (or ops holding one) before it in its block, so
-     * that a value used past a reduction -- live across it -- is not streamed */
+    /* per op: the reductions (or ops holding one) before it in its block */
     uint32_t *before = tl_xcalloc(f->nops ? f->nops : 1, sizeof(uint32_t));
     uint8_t *bnd = tl_xcalloc(f->nops ? f->nops : 1, 1);
-    for (IrBlk b = 0; b < f->nblocks; b++) {
+    for (IrBlk b = 1; b < f->nblocks; b++) {
         IrBlock *B = ir_blk(f, b);
         uint32_t n = 0;
         for (uint32_t i = 0; i < B->nops; i++) {
@@ -197,40 +197,23 @@ static void mark_streamed(Occ *o)
     }
     for (uint32_t i = 0; i < f->nops; i++) {
         IrOp *op = ir_op(f, i);
+        if (op->dead || op->nres != 1 || op->nregion) continue;
+        uint32_t fl = ir_opinfo[op->opc].flags;
+        if (((fl & IR_PURE) && (fl & IR_ELEM)) || op->opc == IR_RESHAPE || op->opc == IR_EXPAND_DIMS)
+            o->streamed[ir_res(op, 0)] = 1;
+    }
+    for (uint32_t i = 0; i < f->nops; i++) {
+        IrOp *op = ir_op(f, i);
         if (op->dead) continue;
-        if (op->nres == 1 && !op->nregion) {
-            uint32_t fl = ir_opinfo[op->opc].flags;
-            if (((fl & IR_PURE) && (fl & IR_ELEM)) || op->opc == IR_RESHAPE || op->opc == IR_EXPAND_DIMS)
-                o->streamed[ir_res(op, 0)] = 1;
-        }
         for (uint32_t k = 0; k < op->nopnd; k++) {
             IrVal v = ir_opnd(f, op, k);
-            if (!v || v >= f->nvals) continue;
-            bool st = (op->opc == IR_STORE && k == 1) || (op->opc == IR_BLOCK_STORE && k == op->nopnd - 1);
-            stored[v] = st && stored[v] != 2 && def_block(f, v) == op->parent ? 1 : 2;
+            if (!v || v >= f->nvals || !o->streamed[v]) continue;
+            uint32_t d = ir_def(f, v);
+            bool stored = (op->opc == IR_STORE && k == 1) || (op->opc == IR_BLOCK_STORE && k == op->nopnd - 1);
+            bool across = d == UINT32_MAX || def_block(f, v) != op->parent || before[i] - before[d] - bnd[d] > 0;
+            if (stored || across) o->streamed[v] = 0;
         }
     }
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (uint32_t i = 0; i < f->nops; i++) {
-            IrOp *op = ir_op(f, i);
-            if (op->dead) continue;
-            bool ok_user = is_reduction((IrOpcode)op->opc) ||
-                           (op->nres == 1 && !op->nregion &&
-                            (o->streamed[ir_res(op, 0)] || stored[ir_res(op, 0)] == 1));
-            for (uint32_t k = 0; k < op->nopnd; k++) {
-                IrVal v = ir_opnd(f, op, k);
-                if (!v || v >= f->nvals || !o->streamed[v]) continue;
-                uint32_t d = ir_def(f, v);
-                bool across = d != UINT32_MAX && before[i] - before[d] - bnd[d] > 0;
-                if (!ok_user || def_block(f, v) != op->parent || across) {
-                    o->streamed[v] = 0;
-                    changed = true;
-                }
-            }
-        }
-    }
-    free(stored);
     free(before);
     free(bnd);
 }
@@ -249,7 +232,14 @@ int cg_min_ctas(IrFunc *f, int warps)
     free(o.free_);
     free(o.streamed);
     free(o.last);
-    double need = p + 32 > 2 * p ? p + 32 : 2 * p;
+    /* per tensor or pointer parameter, its 64-bit base and index arithmetic */
+    int nmem = 0;
+    for (uint32_t i = 0; i < f->nparams; i++) {
+        IrType t = f->params[i].ty;
+        nmem += t.kind == TY_VIEW || (t.kind == TY_TILE && t.isptr);
+    }
+    double base = 24 + 4 * nmem;
+    double need = p + base > 2 * p ? p + base : 2 * p;
     int64_t r = ((int64_t)need + 7) / 8 * 8;
     if (r < 40) r = 40;
     int64_t ctas = 65536 / ((int64_t)threads * r);

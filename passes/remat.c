@@ -20,7 +20,8 @@
  *   2. Candidates: values defined in B by CAST (a bf16 tile to f32), or by
  *      RESHAPE / EXPAND_DIMS of a candidate.
  *   3. For a candidate v at index i whose uses (a use inside a region counts at
- *      the op holding it) reach past the first boundary j > i: rebuild v
+ *      the op holding it) reach past the first boundary j > i, and with no
+ *      boundary from its first use after j on: rebuild v
  *      (widen, then the same view ops) before the first use after j, and
  *      replace v by the rebuilt value in every use after j.  What is left
  *      without uses (the original chain, when every use was after j) is erased.
@@ -149,6 +150,11 @@ static bool remat_value(IrFunc *f, IrBlk b, IrVal v)
     if (j >= last) return false;
     uint32_t first = j + 1;
     while (!uses(f, ir_op(f, B->ops[first]), v)) first++;
+    /* another reduction after the new uses: what they make from v is
+     * typically live across that one (softmax's e^(x - max) across its sum),
+     * so the peak does not drop; ptxas scheduled softmax bf16 worse with it */
+    for (uint32_t k = first; k < B->nops; k++)
+        if (holds_boundary(f, ir_op(f, B->ops[k]))) return false;
     IrBuilder bld;
     ir_builder_at_end(&bld, f, b);
     bld.pos = first;
