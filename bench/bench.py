@@ -322,7 +322,7 @@ def softmax_lab_variants(tname, cols):
         return []
     w = max(cols // 2048, 1)
     v = []
-    for k in ("sm_1d", "sm_2d"):
+    for k in ("sm_1d", "sm_2d", "sm_2d4"):
         for warps in (0, 2 * w):
             for ctas in ("", "2", "3", "4"):
                 if ctas and (warps or w) * int(ctas) > 64:
