@@ -43,7 +43,7 @@ typedef struct Occ {
     IrFunc *f;
     int threads;
     uint8_t *free_;     /* per value: recomputed where used */
-    uint8_t *streamed;  /* per value: consumed element by element into a reduction */
+    uint8_t *streamed;  /* per value: used up before the next reduction (mark_streamed) */
     uint32_t *last;     /* per value: index of its last use in its own block */
 } Occ;
 

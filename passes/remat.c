@@ -152,7 +152,7 @@ static bool remat_value(IrFunc *f, IrBlk b, IrVal v)
     while (!uses(f, ir_op(f, B->ops[first]), v)) first++;
     /* another reduction after the new uses: what they make from v is
      * typically live across that one (softmax's e^(x - max) across its sum),
-     * so the peak does not drop; ptxas scheduled softmax bf16 worse with it */
+     * so the peak does not drop and the second widening is only more work */
     for (uint32_t k = first; k < B->nops; k++)
         if (holds_boundary(f, ir_op(f, B->ops[k]))) return false;
     IrBuilder bld;
