@@ -430,8 +430,8 @@ def main():
     t0 = time.time()
     runs = {"bf16": bench_bf16, "fp8": bench_fp8, "blockscale": bench_blockscale}
     for kind in kinds:
-        todo = shapes or (SHAPES + (BLOCKSCALE_EXTRA if kind == "blockscale" else []))
-        for shape in todo:
+        run_shapes = shapes or (SHAPES + (BLOCKSCALE_EXTRA if kind == "blockscale" else []))
+        for shape in run_shapes:
             cands = given.get(kind) or CANDIDATES[kind]
             if kind == "blockscale":
                 cands = [t for t in cands if t[1] <= 128 and 128 % t[1] == 0] or cands

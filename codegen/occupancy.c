@@ -156,23 +156,6 @@ static double peak(Occ *o, IrBlk b)
     return best;
 }
 
-static bool holds_reduction(IrFunc *f, IrOp *op)
-{
-    switch ((IrOpcode)op->opc) {
-    case IR_REDUCE_SUM: case IR_REDUCE_MAX: case IR_REDUCE_MIN: case IR_ARGMAX: case IR_ARGMIN:
-    case IR_CUMSUM: case IR_SORT: case IR_TOPK:
-        return true;
-    default:
-        break;
-    }
-    for (uint32_t r = 0; r < op->nregion; r++) {
-        IrBlock *B = ir_blk(f, op->region[r]);
-        for (uint32_t i = 0; i < B->nops; i++)
-            if (holds_reduction(f, ir_op(f, B->ops[i]))) return true;
-    }
-    return false;
-}
-
 /* streamed[v]: v is a pure elementwise tile (or a reshape of one) used only in
  * its own block, with no reduction between its definition and any use, and
  * not as the value of a store.  LLVM and ptxas compute such values element by
@@ -191,7 +174,7 @@ static void mark_streamed(Occ *o)
         uint32_t n = 0;
         for (uint32_t i = 0; i < B->nops; i++) {
             before[B->ops[i]] = n;
-            bnd[B->ops[i]] = holds_reduction(f, ir_op(f, B->ops[i]));
+            bnd[B->ops[i]] = ir_op_holds_reduction(f, ir_op(f, B->ops[i]));
             n += bnd[B->ops[i]];
         }
     }

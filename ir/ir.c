@@ -431,6 +431,23 @@ void ir_set_opnd(IrFunc *f, uint32_t id, uint32_t i, IrVal v)
     f->opnds[op->opnd + i] = v;
 }
 
+bool ir_op_holds_reduction(IrFunc *f, const IrOp *op)
+{
+    switch ((IrOpcode)op->opc) {
+    case IR_REDUCE_SUM: case IR_REDUCE_MAX: case IR_REDUCE_MIN: case IR_ARGMAX: case IR_ARGMIN:
+    case IR_CUMSUM: case IR_SORT: case IR_TOPK:
+        return true;
+    default:
+        break;
+    }
+    for (uint32_t r = 0; r < op->nregion; r++) {
+        const IrBlock *B = &f->blocks[op->region[r]];
+        for (uint32_t i = 0; i < B->nops; i++)
+            if (ir_op_holds_reduction(f, &f->ops[B->ops[i]])) return true;
+    }
+    return false;
+}
+
 uint32_t *ir_use_counts(IrFunc *f)
 {
     uint32_t *n = tl_xcalloc(f->nvals, sizeof(uint32_t));

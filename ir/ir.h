@@ -241,6 +241,9 @@ void ir_op_move_to_end(IrFunc *f, uint32_t op, IrBlk b);
 void ir_set_opnd(IrFunc *f, uint32_t op, uint32_t i, IrVal v);
 /* Number of uses of each value by live ops: an array of f->nvals counts (malloc'd). */
 uint32_t *ir_use_counts(IrFunc *f);
+/* Whether op is a cross-thread reduction (reduce_*, argmax/argmin, cumsum, sort,
+ * topk: lowered through shuffles and barriers) or holds one in its regions. */
+bool ir_op_holds_reduction(IrFunc *f, const IrOp *op);
 
 /* ---- whole-function services (each in its own file) --------------------- */
 /* print.c: deterministic text.  Values are renumbered in order of definition;

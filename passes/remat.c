@@ -30,28 +30,6 @@
 
 #include "pass.h"
 
-static bool is_boundary_opc(IrOpcode opc)
-{
-    switch (opc) {
-    case IR_REDUCE_SUM: case IR_REDUCE_MAX: case IR_REDUCE_MIN: case IR_ARGMAX: case IR_ARGMIN:
-    case IR_CUMSUM: case IR_SORT: case IR_TOPK:
-        return true;
-    default:
-        return false;
-    }
-}
-
-static bool holds_boundary(IrFunc *f, IrOp *op)
-{
-    if (is_boundary_opc((IrOpcode)op->opc)) return true;
-    for (uint32_t r = 0; r < op->nregion; r++) {
-        IrBlock *B = ir_blk(f, op->region[r]);
-        for (uint32_t i = 0; i < B->nops; i++)
-            if (holds_boundary(f, ir_op(f, B->ops[i]))) return true;
-    }
-    return false;
-}
-
 /* The widening this pass rebuilds: bf16 tile -> f32 tile. */
 static bool is_widening(IrFunc *f, IrOp *op)
 {
@@ -146,7 +124,7 @@ static bool remat_value(IrFunc *f, IrBlk b, IrVal v)
     for (uint32_t k = i + 1; k < B->nops; k++)
         if (uses(f, ir_op(f, B->ops[k]), v)) last = k;
     uint32_t j = i + 1;
-    while (j < last && !holds_boundary(f, ir_op(f, B->ops[j]))) j++;
+    while (j < last && !ir_op_holds_reduction(f, ir_op(f, B->ops[j]))) j++;
     if (j >= last) return false;
     uint32_t first = j + 1;
     while (!uses(f, ir_op(f, B->ops[first]), v)) first++;
@@ -154,7 +132,7 @@ static bool remat_value(IrFunc *f, IrBlk b, IrVal v)
      * typically live across that one (softmax's e^(x - max) across its sum),
      * so the peak does not drop and the second widening is only more work */
     for (uint32_t k = first; k < B->nops; k++)
-        if (holds_boundary(f, ir_op(f, B->ops[k]))) return false;
+        if (ir_op_holds_reduction(f, ir_op(f, B->ops[k]))) return false;
     IrBuilder bld;
     ir_builder_at_end(&bld, f, b);
     bld.pos = first;
