@@ -320,7 +320,10 @@ static LVal ptr_arith(Lower *L, int op, LVal p, LVal off, SrcLoc loc)
         return fe_err();
     }
     if (off.kind == LV_INT) {
-        if (op == OP_SUB) off.i = (int64_t)(0 - (uint64_t)off.i);
+        if (op == OP_SUB) {
+            off.i = (int64_t)(0 - (uint64_t)off.i); /* a u64 offset negates modulo 2^64 */
+            off.is_u64 = off.is_u64 && (uint64_t)off.i > (uint64_t)INT64_MAX;
+        }
         off = fe_materialize(L, off, loc);
     } else if (op == OP_SUB) {
         off = fe_val(L, fe_emit(L, IR_NEG, &off.v, 1, off.ty, NULL));
