@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "layout.h"
+#include "scalar.h"
 #include "text.h"
 
 #define UNNAMED UINT32_MAX
@@ -187,12 +188,17 @@ static void put_str(StrBuf *b, const char *s)
     sb_putc(b, '"');
 }
 
-/* The shortest %.Ng (N <= 17) that reads back as exactly x; inf, -inf, nan
- * spelled out; -0 keeps its sign. */
-static void put_double(StrBuf *b, double x)
+/* A float constant of dtype dt: the shortest %.Ng (N <= 17) that reads back
+ * as exactly x; inf, -inf spelled out; -0 keeps its sign.  A NaN is `nan` when
+ * it is the NaN that `nan` reads as (positive, quiet, no payload), and
+ * otherwise its bits in dt as 0x and 2 * dt_bytes(dt) hex digits, so that its
+ * sign and payload survive the text. */
+static void put_float(StrBuf *b, DType dt, double x)
 {
     if (isnan(x)) {
-        sb_puts(b, "nan");
+        uint64_t bits = ir_scalar_bits(dt, (IrScalar){.f = x});
+        if (bits == ir_scalar_bits(dt, ir_scalar_canon(dt, (IrScalar){.f = NAN}))) sb_puts(b, "nan");
+        else sb_printf(b, "0x%0*llx", 2 * dt_bytes(dt), (unsigned long long)bits);
         return;
     }
     if (isinf(x)) {
@@ -322,7 +328,7 @@ static void print_op(Printer *p, uint32_t id, int depth)
     } else {
         if (opc == IR_CONST) {
             sb_putc(p->b, ' ');
-            if (op->nres && dt_is_float((DType)val_ty(f, op->res).dt)) put_double(p->b, op->attr.f);
+            if (op->nres && dt_is_float((DType)val_ty(f, op->res).dt)) put_float(p->b, (DType)val_ty(f, op->res).dt, op->attr.f);
             else sb_printf(p->b, "%" PRId64, op->attr.i);
         } else if (opc == IR_CMP) {
             if (op->attr.i >= 0 && op->attr.i < CMP_COUNT) sb_printf(p->b, " %s", ir_cmp_name[op->attr.i]);
