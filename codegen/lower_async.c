@@ -515,7 +515,7 @@ void cg_lower_ASYNC_LOAD(Cg *cg, uint32_t opid, IrOp *op)
     for (uint32_t c = 0; c < rank; c++) sb_printf(&coords, c ? ", $%u" : "$%u", 2 + c);
     snprintf(text, sizeof text,
              "cp.async.bulk.tensor.%ud.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {%s}], [$%u];",
-             rank, coords.s, 2 + rank);
+             rank, coords.s ? coords.s : "", 2 + rank);
     sb_free(&coords);
     snprintf(cons, sizeof cons, "r,l%s,r,~{memory}", rank == 5 ? ",r,r,r,r,r" : rank == 4 ? ",r,r,r,r" : rank == 3 ? ",r,r,r" : ",r,r");
     for (uint32_t s = 0; s < C * eb / span; s++)
