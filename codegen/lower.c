@@ -263,6 +263,7 @@ static LLVMValueRef ew_binary(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
             LLVMValueRef args[2] = {a, c};
             return cg_inline_asm(cg, cg->f32, "div.full.ftz.f32 $0, $1, $2;", "=f,f,f", args, 2, false);
         }
+        if (fl && op->opc == IR_DIV && dt == DT_F32 && cg->inline_fdiv) return cg_fdiv_f32(cg, a, c);
         if (fl) return op->opc == IR_DIV ? LLVMBuildFDiv(b, a, c, "") : LLVMBuildFRem(b, a, c, "");
         /* x/0 and MIN/-1 are undefined in LLVM; the language wraps MIN/-1 and
          * leaves x/0 to the interpreter's check: divide by 1 instead. */
@@ -275,6 +276,9 @@ static LLVMValueRef ew_binary(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
             bad = LLVMBuildOr(b, bad, ovf, "");
         }
         LLVMValueRef den = LLVMBuildSelect(b, bad, one, c, "");
+        /* (by a constant LLVM multiplies and shifts: no call) */
+        if (cg->inline_fdiv && dt_bits[dt] == 64 && !LLVMIsAConstantInt(c))
+            return cg_idiv64(cg, a, den, sg, op->opc == IR_REM);
         if (op->opc == IR_DIV) return sg ? LLVMBuildSDiv(b, a, den, "") : LLVMBuildUDiv(b, a, den, "");
         LLVMValueRef r = sg ? LLVMBuildSRem(b, a, den, "") : LLVMBuildURem(b, a, den, "");
         return r;
@@ -951,6 +955,8 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
     cg->warps = f->warps ? f->warps : 4;
     init_types(cg);
     cg->vals = ARENA_ARRAY(scratch, CgVal, f->nvals);
+    for (uint32_t i = 0; i < f->nops && layout_arch_has_wgmma(t->arch); i++)
+        cg->inline_fdiv |= !f->ops[i].dead && f->ops[i].opc == IR_DOT;
 
     memset(facts, 0, sizeof *facts);
     facts->warps = cg->warps;

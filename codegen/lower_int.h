@@ -58,6 +58,9 @@ typedef struct Cg {
     LLVMValueRef bufs_base;      /* 1024-aligned start of the buffers (addrspace 3), before the scratch area */
     LLVMValueRef bufs_base32;    /* the same as a shared-window address (i32) */
     bool failed;                 /* a user-facing error was reported */
+    bool inline_fdiv;            /* f32 and 64-bit integer division inline (cg_fdiv_f32, cg_idiv64):
+                                  * the kernel has wgmma, which ptxas serializes in a function with
+                                  * calls (C7509), and div.rn.f32's slow path and div.s64 are calls */
     /* common types */
     LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, f64, vd, gptr, sptr;
 } Cg;
@@ -245,6 +248,13 @@ void cg_wgmma_wait(Cg *cg, int pending, LLVMValueRef *acc, unsigned n);
 /* lower_math.c: exp exp2 log log2 sqrt rsqrt sigmoid tanh erf fabs floor ceil
  * of one float register of dtype dt (f16/bf16 computed in f32 and rounded). */
 LLVMValueRef cg_math_unary(Cg *cg, const char *fn, DType dt, LLVMValueRef x);
+/* a / b for f32 registers, correctly rounded (IEEE, as div.rn.f32 and the interpreter) and
+ * without ptxas's division subroutine: in f64, Newton from rcp.approx (lower_math.c). */
+LLVMValueRef cg_fdiv_f32(Cg *cg, LLVMValueRef a, LLVMValueRef b);
+/* a / d (rem: a % d) for 64-bit integers (d != 0, not MIN / -1), truncating, without
+ * ptxas's 64-bit division subroutine (a call: C7509 where the kernel has wgmma): 32-bit
+ * division where both magnitudes fit, else an inline shift-subtract loop (lower_math.c). */
+LLVMValueRef cg_idiv64(Cg *cg, LLVMValueRef a, LLVMValueRef d, bool sg, bool rem);
 
 /* lower_reduce.c: how the input bits of layout L relate to dim `axis`.  axis[k]:
  * bits of input k (LL_REG/LANE/WARP) whose basis lies inside the axis' flat

@@ -411,8 +411,11 @@ static bool check_op(Verifier *V, uint32_t id)
     case IR_ASYNC_LOAD: {
         CHECK(x.kind == TY_VIEW, id, "first operand is %s, not a tensor", tystr(V, x));
         IrType buf = opty(V, op, 1);
-        CHECK(buf.kind == TY_SMEM && buf.dt == x.dt && buf.rank == x.rank + 1, id,
-              "buffer is %s, expected smem<%s> of %u-d tiles", tystr(V, buf), dt_name[x.dt], x.rank);
+        /* tiles of the view's rank, or (rank > 2) of 2 dims up to it: a box over the last dims */
+        CHECK(buf.kind == TY_SMEM && buf.dt == x.dt && buf.rank <= x.rank + 1 &&
+                  buf.rank >= (x.rank < 2 ? x.rank : 2) + 1,
+              id, "buffer is %s, expected smem<%s> of %u-d tiles%s", tystr(V, buf), dt_name[x.dt], x.rank,
+              x.rank > 2 ? " (or of 2 to that many dims: a box over the view's last dims)" : "");
         CHECK(op->nopnd == 3u + x.rank, id, "%u operands: expected the tensor, the buffer, the stage and %u offsets",
               op->nopnd, x.rank);
         for (uint32_t i = 2; i < op->nopnd; i++)

@@ -22,6 +22,8 @@
 /* Dynamic shared memory the stage buffers of one loop may take: the H100/H200
  * limit (227 KiB) less room for the epilogue's layout conversions. */
 #define PIPE_SMEM_BUDGET (160u * 1024u)
+/* Dynamic shared memory a block may have (H100/H200). */
+#define PIPE_SMEM_LIMIT (227u * 1024u)
 /* The deepest pipeline the compiler picks without a hint. */
 #define PIPE_AUTO_STAGES 4
 /* A buffer stage is aligned to the 1024-byte repeat of the 128-byte swizzle. */
@@ -39,6 +41,14 @@ bool pipe_outside(IrFunc *f, uint32_t loop, IrVal v);
  * ops of the body: marks those ops in `slice` (indexed by op id) and returns
  * true; false when an offset depends on anything else. */
 bool pipe_offset_slice(IrFunc *f, uint32_t loop, uint32_t ld, uint8_t *slice);
+
+/* The 2-d tile through which the data of block load `ld` reaches its users: the
+ * load's own result when the view is 2-d; for a view of higher rank whose block
+ * has extent 1 along every dimension but the last two (a box over the last two
+ * dims, as attention's load(K, [b, h, n0, 0], [1, 1, BN, D])), the result of
+ * the load's only user, a RESHAPE in the same block to [BN, D].  IR_NONE
+ * otherwise.  The stage buffer holds that 2-d tile. */
+IrVal pipe_load_tile(IrFunc *f, uint32_t ld);
 
 /* Bytes one stage of a buffer for tile t takes (aligned to PIPE_STAGE_ALIGN). */
 uint32_t pipe_stage_bytes(IrType t);
