@@ -2,7 +2,7 @@
 # main.sh: the main job, from a fresh clone.
 #   1. installs what is missing (scripts/setup.sh),
 #   2. configures and builds tilec in build/ (Release),
-#   3. runs scripts/main-job.sh: every .tile of examples/ and stdlib/ to IR (build/ir/),
+#   3. runs scripts/main-job.sh: every .tile of examples/ and stdlib/ to IR (build/main-job/ir/),
 #      and every example in the interpreter on random data (examples/NAME.run), with a table.
 # Exit status: non-zero if any step or any kernel failed.
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores).
