@@ -1023,6 +1023,42 @@ tilert_status tilert_kernel_check(const tilert_kernel *k, const tilert_arg *args
     return TILERT_OK;
 }
 
+/* ---- choosing a specialization ---------------------------------------------------------- */
+
+tilert_status tilert_kernel_select(tilert_kernel *const *ks, int n, const tilert_arg *args, int nargs, int *index)
+{
+    if (!ks || n <= 0 || !index) return err(TILERT_ERROR_INVALID_VALUE, "tilert_kernel_select: no kernels or no index");
+    for (int i = 0; i < n; i++)
+        if (!ks[i]) return err(TILERT_ERROR_INVALID_VALUE, "tilert_kernel_select: kernel %d is NULL", i);
+    int found = -1, second = -1;
+    tilert_status first_s = TILERT_OK;
+    char why[sizeof last_error] = "";
+    size_t used = 0;
+    for (int i = 0; i < n; i++) {
+        tilert_status s = check_args(ks[i], args, nargs, NULL);
+        if (s == TILERT_OK) {
+            if (found < 0) found = i;
+            else if (second < 0) second = i;
+            continue;
+        }
+        if (first_s == TILERT_OK) first_s = s;
+        /* "; SYMBOL: why" per refusal, as much as fits */
+        if (used < sizeof why) {
+            int w = snprintf(why + used, sizeof why - used, "%s%s", used ? "; " : "", last_error);
+            used = w < 0 ? sizeof why : used + (size_t)w;
+        }
+    }
+    if (found >= 0 && second < 0) {
+        *index = found;
+        last_error[0] = 0;
+        return TILERT_OK;
+    }
+    if (found >= 0)
+        return err(TILERT_ERROR_ARG_TYPE, "the arguments do not determine the specialization: '%s' and '%s' both "
+                   "take them (launch one of them by name)", ks[found]->meta->symbol, ks[second]->meta->symbol);
+    return err(first_s, "no specialization takes these arguments: %s", why);
+}
+
 /* ---- launch ---------------------------------------------------------------------------- */
 
 static tilert_status launch(tilert_kernel *k, void *stream, const uint32_t *grid_in, const tilert_arg *args, int nargs)

@@ -281,6 +281,14 @@ TILERT_API tilert_status tilert_kernel_spec(const tilert_kernel *k, int i, const
 TILERT_API tilert_status tilert_kernel_check(const tilert_kernel *k, const tilert_arg *args, int nargs,
                                              uint32_t grid[3]);
 
+/* Of n kernels (specializations of one kernel, say), the one whose parameters
+ * take args (the check of tilert_kernel_check, without grid and TMA): TILERT_OK
+ * with *index when exactly one does.  When none does, the first refusal's
+ * status, with every kernel's reason in the message; when several do,
+ * TILERT_ERROR_ARG_TYPE naming two of them (the arguments do not determine it). */
+TILERT_API tilert_status tilert_kernel_select(tilert_kernel *const *ks, int n, const tilert_arg *args, int nargs,
+                                              int *index);
+
 /* Checks the arguments, computes the grid from the metadata and launches on
  * `stream` (a CUstream or cudaStream_t; NULL: the legacy default stream).
  * A grid with a zero dimension launches nothing and returns TILERT_OK. */

@@ -25,6 +25,7 @@
 #include "../passes/pass.h"
 #include "header.h"
 #include "run.h"
+#include "spec.h"
 
 #ifndef TILEC_VERSION
 #error "TILEC_VERSION is defined by tools/CMakeLists.txt"
@@ -45,6 +46,7 @@ typedef struct CompileOpts {
     bool embed;                 /* --embed: the cubin inside the header */
     const char *cubin_path;     /* --cubin-path: where the header's loader looks (no --embed) */
     const char *module_name;    /* --module-name: the prefix of the header's module functions */
+    const char *embed_c;        /* --embed-c: the cubin's bytes go to this .c, the header declares them */
 } CompileOpts;
 
 static const char usage_text[] =
@@ -83,6 +85,8 @@ static const char usage_text[] =
     "                           the GPU's approximate instructions (bounds in lang/REFERENCE.md)\n"
     "  --kernel NAME            compile only kernel NAME (in a .tir also a specialization symbol)\n"
     "  -D NAME=VALUE            set a compile-time parameter (-D BLOCK=256, -DT=f16); repeatable\n"
+    "  --spec NAME=VALUE[,...]  one more specialization of every kernel (after the -D values);\n"
+    "                           repeatable: one module, cubin and header hold them all\n"
     "  --pass=NAME[,NAME...]    run these IR passes in this order instead of the default pipeline\n"
     "  --dump-after=NAME|all    print the IR after pass NAME (or every pass) to stderr; the layout\n"
     "                           pass runs before code generation (--emit=llvm, ptx, cubin)\n"
@@ -103,12 +107,17 @@ static const char usage_text[] =
     "                           it with MODULE_set_cubin_path() before its first launch\n"
     "  --module-name=NAME       the prefix of the module functions (default: the stem of -o, else\n"
     "                           of FILE)\n"
+    "  --embed-c=FILE.c         like --embed, but the cubin's bytes go to FILE.c (compile and link it\n"
+    "                           once); the header declares them, so files including it compile fast\n"
     "  Per kernel K the header declares\n"
     "    tilert_status K_launch(CUstream stream, PARAMS...)       grid from grid(...)\n"
     "    tilert_status K_launch_grid(CUstream stream, const uint32_t grid[3], PARAMS...)\n"
     "    tilert_status K_kernel(tilert_kernel **out)\n"
     "  with tensor<T, N> -> tilert_tensor, ptr<T> -> a device pointer, scalars -> the C type;\n"
-    "  and per module MODULE_module(tilert_module **out) and MODULE_unload().\n";
+    "  and per module MODULE_module(tilert_module **out) and MODULE_unload().  Several\n"
+    "  specializations of K (--spec) are K__P_V for the parameters P whose values V differ, and\n"
+    "  K_launch / K_launch_grid choose among them from the arguments' dtypes where only type\n"
+    "  parameters differ and the C signatures agree (tilert_kernel_select).\n";
 
 /* ---- options both commands share -------------------------------------------- */
 
@@ -299,6 +308,7 @@ void driver_opts_free(DriverOpts *o)
     free(o->defines);
     free(o->passes);
     free(o->dump_after);
+    driver_free_specs(o->specs, o->nspecs);
     memset(o, 0, sizeof *o);
 }
 
@@ -390,7 +400,7 @@ static IrModule *lower_tile(Source *s, const DriverOpts *o)
     if (!o->kernel || ast_has_kernel(ast, o->kernel, d)) {
         FeOptions fo = {o->defines, o->ndefines, o->kernel};
         t = now();
-        m = fe_lower(ast, &fo, d);
+        m = fe_lower_specs(ast, &fo, o->specs, o->nspecs, d);
         stage(o, "lower", t);
         if (m && d->nerrors) {
             ir_module_free(m);
@@ -611,9 +621,14 @@ static bool emit_header(const DriverOpts *o, const CompileOpts *co, Source *s, I
         .cubin_len = r.cubin_len,
         .cubin_path = co->cubin_path ? co->cubin_path : cubin_path,
         .tilec_version = TILEC_VERSION,
+        .embed_c = co->embed_c,
     };
+    StrBuf csrc = {0};
+    h.embed_c_out = co->embed_c ? &csrc : NULL;
     double t = now();
     bool ok = header_write(out, m, &h, &s->diag);
+    if (ok && co->embed_c) ok = write_bytes(co->embed_c, csrc.s, csrc.len, &s->diag);
+    sb_free(&csrc);
     stage(o, "header", t);
     free(cubin_path);
     free(name);
@@ -730,6 +745,9 @@ static int check_compile_opts(const DriverOpts *o, const CompileOpts *co, int nf
     bool tir = has_suffix(files[0], ".tir");
     if (tir && (co->emit == EMIT_TOKENS || co->emit == EMIT_AST))
         return driver_usage_error("tilec", "--emit=%s needs a .tile input", emit_names[co->emit]);
+    if (tir && o->nspecs)
+        return driver_usage_error("tilec", "--spec sets compile-time parameters of a .tile source; a .tir is "
+                                  "already specialized");
     if (tir && o->ndefines)
         return driver_usage_error("tilec", "-D sets compile-time parameters of a .tile source; a .tir is "
                                   "already specialized");
@@ -759,6 +777,8 @@ int main(int argc, char **argv)
         {"embed", no_argument, NULL, OPT_EMBED},
         {"cubin-path", required_argument, NULL, OPT_CUBIN_PATH},
         {"module-name", required_argument, NULL, OPT_MODULE_NAME},
+        {"spec", required_argument, NULL, OPT_SPEC},
+        {"embed-c", required_argument, NULL, OPT_EMBED_C},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
@@ -784,6 +804,14 @@ int main(int argc, char **argv)
             co.cubin_path = optarg;
             break;
         case OPT_MODULE_NAME: co.module_name = optarg; break;
+        case OPT_SPEC:
+            if (driver_add_spec("tilec", &o.specs, &o.nspecs, &o.speccap, optarg) < 0) rc = 2;
+            break;
+        case OPT_EMBED_C:
+            if (!*optarg) rc = driver_usage_error("tilec", "--embed-c wants a FILE.c");
+            co.embed_c = optarg;
+            co.embed = true;
+            break;
         case OPT_VERSION:
             printf("tilec %s\nbuilt for LLVM %s\n", TILEC_VERSION, TILEC_LLVM_VERSION);
             rc = 0;
