@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # add_subdirectory(tilec): a CMake project that holds tilec's sources as a subfolder (here: the
 # sources of this build) builds libtilert from them, gets tilec::tilert, tilec_add_kernels() and
-# TILEC_STDLIB_DIR, and no tilec test or example (TILEC_BUILD_TESTS and TILEC_EXAMPLES default
+# TILEC_STDLIB_DIR (and SPECS: two specializations in one header), and no tilec test or example (TILEC_BUILD_TESTS and TILEC_EXAMPLES default
 # off there).  TILEC_EXECUTABLE points tilec_add_kernels at this build's tilec, so the test builds
 # libtilert and the program, not the compiler again.  The program must start and, without a
 # driver, print the no-GPU error and exit 77.
@@ -19,7 +19,8 @@ cat > app/main.c <<'C'
 #include "kern.h"
 int main(void)
 {
-    tilert_status s = vadd_launch(NULL, NULL, NULL, NULL, 0);
+    tilert_status s = vadd__BLOCK_256_launch(NULL, NULL, NULL, NULL, 0);
+    if (vadd__BLOCK_512_launch(NULL, NULL, NULL, NULL, 0) != s) return 1;
     printf("%s: %s\n", tilert_status_string(s), tilert_last_error());
     if (s == TILERT_ERROR_NO_DRIVER || s == TILERT_ERROR_NO_DEVICE) return 77;
     return s == TILERT_OK ? 0 : 1;
@@ -30,7 +31,7 @@ cmake_minimum_required(VERSION 3.20)
 project(app C)
 add_subdirectory("$src" tilec)
 add_executable(app main.c)
-tilec_add_kernels(TARGET app SOURCES kern.tile ARCH sm_80)
+tilec_add_kernels(TARGET app SOURCES kern.tile ARCH sm_80 SPECS BLOCK=256 BLOCK=512)
 message(STATUS "tilec stdlib: \${TILEC_STDLIB_DIR}")
 if(TARGET test_npy OR TARGET example_vadd OR TARGET mknpy)
   message(FATAL_ERROR "add_subdirectory(tilec) built tilec's tests or examples")
