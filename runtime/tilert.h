@@ -222,6 +222,13 @@ typedef struct tilert_kernel tilert_kernel;  /* owned by its module */
  * not kept: the caller may free it on return. */
 TILERT_API tilert_status tilert_module_load_data(const void *image, size_t size, tilert_module **out);
 TILERT_API tilert_status tilert_module_load_file(const char *path, tilert_module **out);
+/* Of n images of one module compiled for several archs (sm_80, sm_89, sm_90a...), loads the
+ * one for the current device (the device of the current context, else device 0): the newest
+ * SM version that runs on it (tilert_module_check_arch), an arch-specific one (sm_90a) before
+ * the plain one of its version.  *chosen (may be NULL) is its index.  None runs there:
+ * TILERT_ERROR_ARCH_MISMATCH listing the archs there are. */
+TILERT_API tilert_status tilert_module_load_best(const void *const *images, const size_t *sizes, int n,
+                                                 tilert_module **out, int *chosen);
 /* The same checks, no driver: the module can be listed, its kernels'
  * arguments checked and grids computed, but not launched. */
 TILERT_API tilert_status tilert_module_inspect_data(const void *image, size_t size, tilert_module **out);
