@@ -47,6 +47,8 @@ typedef struct CompileOpts {
     const char *cubin_path;     /* --cubin-path: where the header's loader looks (no --embed) */
     const char *module_name;    /* --module-name: the prefix of the header's module functions */
     const char *embed_c;        /* --embed-c: the cubin's bytes go to this .c, the header declares them */
+    char **archs;               /* --arch=A,B,...: a header with a cubin per arch (archs[0] is o->arch) */
+    uint32_t narchs;
 } CompileOpts;
 
 static const char usage_text[] =
@@ -71,7 +73,9 @@ static const char usage_text[] =
     "                             header        a C header with one typed launch function per\n"
     "                                           kernel (see 'C header' below)\n"
     "  --arch=sm_80|sm_86|sm_89|sm_90|sm_90a\n"
-    "                           the GPU to compile for (default: sm_90a)\n"
+    "                           the GPU to compile for (default: sm_90a); a header (--embed,\n"
+    "                           --embed-c) takes a list, --arch=sm_80,sm_89,sm_90a: one cubin each,\n"
+    "                           the one for the device loaded at run time\n"
     "  -O0, -O1, -O2, -O3       optimization level (default -O3).  -O0: no IR passes, LLVM and\n"
     "                           ptxas at -O0; -O1..-O3: the IR pipeline, LLVM and ptxas at that\n"
     "                           level; -O is -O3.  A .tir runs the IR passes only when -O1..-O3 is\n"
@@ -601,6 +605,24 @@ static bool emit_header(const DriverOpts *o, const CompileOpts *co, Source *s, I
 {
     CgResult r = {0};
     if (co->embed && !driver_codegen(s, m, o, CG_EMIT_CUBIN, &r)) return false;
+    /* --arch=A,B,...: the first arch is m's; each other one compiles the source again for it */
+    HeaderImage *images = tl_xcalloc(co->narchs + 1, sizeof *images);
+    CgResult *more = tl_xcalloc(co->narchs + 1, sizeof *more);
+    StrBuf archs = {0};
+    bool built = true;
+    for (uint32_t i = 0; i < co->narchs && built; i++) {
+        sb_printf(&archs, i ? ",%s" : "%s", co->archs[i]);
+        if (i == 0) {
+            images[0] = (HeaderImage){co->archs[0], r.cubin, r.cubin_len};
+            continue;
+        }
+        DriverOpts oi = *o;
+        oi.arch = co->archs[i];
+        IrModule *mi = driver_build_ir(s, &oi);
+        built = mi && driver_codegen(s, mi, &oi, CG_EMIT_CUBIN, &more[i]);
+        if (built) images[i] = (HeaderImage){co->archs[i], more[i].cubin, more[i].cubin_len};
+        driver_free_ir(s, mi);
+    }
     char *stem = input_stem(o->input);
     char *name = co->module_name ? tl_xstrdup(co->module_name)
                  : co->out_path && strcmp(co->out_path, "-") != 0 ? stem_of(co->out_path, ".h")
@@ -622,13 +644,20 @@ static bool emit_header(const DriverOpts *o, const CompileOpts *co, Source *s, I
         .cubin_path = co->cubin_path ? co->cubin_path : cubin_path,
         .tilec_version = TILEC_VERSION,
         .embed_c = co->embed_c,
+        .images = images,
+        .nimages = co->narchs,
     };
+    if (co->narchs > 1) h.arch = archs.s;
     StrBuf csrc = {0};
     h.embed_c_out = co->embed_c ? &csrc : NULL;
     double t = now();
-    bool ok = header_write(out, m, &h, &s->diag);
+    bool ok = built && header_write(out, m, &h, &s->diag);
     if (ok && co->embed_c) ok = write_bytes(co->embed_c, csrc.s, csrc.len, &s->diag);
     sb_free(&csrc);
+    for (uint32_t i = 1; i < co->narchs; i++) cg_result_free(&more[i]);
+    free(more);
+    free(images);
+    sb_free(&archs);
     stage(o, "header", t);
     free(cubin_path);
     free(name);
@@ -756,6 +785,9 @@ static int check_compile_opts(const DriverOpts *o, const CompileOpts *co, int nf
         if (co->cubin_path) return driver_usage_error("tilec", "--cubin-path goes with --emit=header");
         if (co->module_name) return driver_usage_error("tilec", "--module-name goes with --emit=header");
     }
+    if (co->narchs > 1 && (co->emit != EMIT_HEADER || !co->embed))
+        return driver_usage_error("tilec", "several archs (--arch=%s,...) go with --emit=header --embed or --embed-c",
+                                  co->archs[0]);
     if (co->embed && co->cubin_path)
         return driver_usage_error("tilec", "--cubin-path and --embed exclude each other (an embedded cubin is "
                                   "loaded from memory)");
@@ -790,6 +822,16 @@ int main(int argc, char **argv)
     driver_normalize_argv(argc, argv);
     opterr = 0;
     while (rc < 0 && (c = getopt_long(argc, argv, ":o:" DRIVER_COMMON_SHORTOPTS "h", longopts, NULL)) != -1) {
+        if (c == OPT_ARCH) {   /* the last --arch wins; a list (several archs) is a header's */
+            driver_free_arch_list(co.archs, co.narchs);
+            co.archs = NULL;
+            co.narchs = 0;
+            if (optarg && strchr(optarg, ',')) {
+                if (driver_parse_arch_list("tilec", optarg, &co.archs, &co.narchs) < 0) rc = 2;
+                else o.arch = co.archs[0], o.arch_given = true;
+                continue;
+            }
+        }
         int r = driver_common_opt(&o, c, optarg);
         if (r < 0) rc = 2;
         if (r != 0) continue;
@@ -831,5 +873,6 @@ int main(int argc, char **argv)
         rc = compile(&o, &co);
     }
     driver_opts_free(&o);
+    driver_free_arch_list(co.archs, co.narchs);
     return rc;
 }

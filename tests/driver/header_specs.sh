@@ -2,7 +2,8 @@
 # Headers for libraries: several specializations (--spec) in one module, cubin and header, with
 # launchers named apart (K__P_V) and, where only type parameters differ, K_launch choosing one
 # from the arguments' dtypes (tilert_kernel_select); two specializations in one translation unit
-# under -Wall -Wextra -Wpedantic -Werror as C and C++; --embed-c (the cubin in a .c).
+# under -Wall -Wextra -Wpedantic -Werror as C and C++; --embed-c (the cubin in a .c); several archs
+# in one header (--arch=sm_80,sm_89,sm_90a).
 source "$(dirname "$0")/lib.bash"
 : "${TILERT_INCLUDE:?set TILERT_INCLUDE to the folder of tilert.h}"
 : "${TILERT_LIBS:?set TILERT_LIBS to libtilert.a:libtilert_meta.a}"
@@ -130,6 +131,63 @@ sed 's/"bn.h"/"bnc.h"/' two.c > twoc.c
 printf '#include "bnc.h"\nint other(void);\nint other(void) { return bnc_module(NULL) == TILERT_OK; }\n' > other.c
 build twoc twoc.c other.c bn_image.c && no_gpu ./twoc
 
+# ---- several archs in one header (with two specializations): one image per arch, the right one
+# of each arch; the loader picks by the device (tilert_module_load_best, tests/runtime fakedrv)
+check 0 out "" "$TILEC" "$scale" --spec BN=64 --spec BN=128 --arch=sm_80,sm_89,sm_90a --emit=header --embed -o ma.h
+for want in 'ma_tilec_image_sm_80(size_t *size)' 'ma_tilec_image_sm_89(size_t *size)' \
+            'ma_tilec_image_sm_90a(size_t *size)' 'tilert_module_load_best(tilec_images, tilec_sizes, 3, &tilec_m, NULL)' \
+            '--embed --arch=sm_80,sm_89,sm_90a' 'scale__BN_64_launch(' 'scale__BN_128_launch('; do
+  grep -qF -- "$want" ma.h || fail "ma.h lacks: $want"
+done
+for a in sm_80 sm_89 sm_90a; do
+  check 0 out "" "$TILEC" "$scale" --spec BN=64 --spec BN=128 --arch=$a --emit=cubin -o $a.cubin
+  grep -qF "image[$(wc -c < $a.cubin)]" ma.h || fail "ma.h has no $a image of $a.cubin's size"
+done
+cat > archs.c <<'C'
+#include <stdio.h>
+#include <string.h>
+#include "ma.h"
+/* each image is the module for its arch, with both specializations */
+static int is(const void *img, size_t n, const char *arch)
+{
+    tilert_module *m;
+    tilert_kernel *k;
+    if (tilert_module_inspect_data(img, n, &m) != TILERT_OK) return 0;
+    int ok = strcmp(tilert_module_arch(m), arch) == 0 && tilert_module_kernel_count(m) == 2 &&
+             tilert_kernel_get(m, "scale__T_f32__BN_64", &k) == TILERT_OK;
+    tilert_module_unload(m);
+    return ok;
+}
+int main(void)
+{
+    size_t n80, n89, n90;
+    const void *a = ma_tilec_image_sm_80(&n80), *b = ma_tilec_image_sm_89(&n89), *c = ma_tilec_image_sm_90a(&n90);
+    if (!is(a, n80, "sm_80") || !is(b, n89, "sm_89") || !is(c, n90, "sm_90a")) return printf("images\n"), 1;
+    tilert_tensor t = tilert_tensor1d(NULL, TILERT_F32, 0);
+    tilert_status s = scale__BN_64_launch(NULL, t, t, 0);
+    printf("%s: %s\n", tilert_status_string(s), tilert_last_error());
+    return s == TILERT_ERROR_NO_DRIVER || s == TILERT_ERROR_NO_DEVICE ? 77 : s == TILERT_OK ? 0 : 1;
+}
+C
+build archs archs.c && no_gpu ./archs
+# and with --embed-c: every image in the .c
+check 0 out "" "$TILEC" "$scale" --arch=sm_80,sm_90a --emit=header --embed-c=mac_image.c -o mac.h
+grep -qF "mac_tilec_cubin_sm_80[" mac_image.c && grep -qF "mac_tilec_cubin_sm_90a[" mac_image.c ||
+  fail "mac_image.c lacks an arch's image"
+grep -q "127,69,76,70," mac.h && fail "--embed-c with several archs left bytes in the header"
+cat > macmain.c <<'C'
+#include <stdio.h>
+#include "mac.h"
+int main(void)
+{
+    tilert_tensor t = tilert_tensor1d(NULL, TILERT_F32, 0);
+    tilert_status s = scale_launch(NULL, t, t, 0);
+    printf("%s: %s\n", tilert_status_string(s), tilert_last_error());
+    return s == TILERT_ERROR_NO_DRIVER || s == TILERT_ERROR_NO_DEVICE ? 77 : 1;
+}
+C
+build macmain macmain.c mac_image.c && no_gpu ./macmain
+
 # ---- errors
 check 2 err "--spec wants NAME=VALUE[,NAME=VALUE...], not 'BN'" "$TILEC" "$scale" --spec BN
 check 2 err "--spec 'BN=1,BN=2' sets BN twice" "$TILEC" "$scale" --spec BN=1,BN=2
@@ -139,4 +197,8 @@ check 0 out "" "$TILEC" "$scale" --emit=ir -o scale.tir
 check 2 err "--spec sets compile-time parameters of a .tile source" "$TILEC" scale.tir --spec BN=64
 check 2 err "--cubin-path and --embed exclude each other" "$TILEC" "$scale" --emit=header --embed-c=x.c --cubin-path=y
 check 2 err "--embed goes with --emit=header" "$TILEC" "$scale" --emit=cubin --embed-c=x.c
+check 2 err "several archs (--arch=sm_80,...) go with --emit=header --embed or --embed-c" \
+  "$TILEC" "$scale" --arch=sm_80,sm_90a --emit=cubin
+check 2 err "unknown GPU arch 'sm_75' in '--arch=sm_80,sm_75'" "$TILEC" "$scale" --arch=sm_80,sm_75 --emit=header --embed
+check 2 err "--arch=sm_80,sm_80 names sm_80 twice" "$TILEC" "$scale" --arch=sm_80,sm_80 --emit=header --embed
 finish
