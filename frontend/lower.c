@@ -210,9 +210,11 @@ static bool lower_kernel(Lower *L, const AstNode *kn, bool *used, IrFunc *scratc
 }
 
 /* Reports every -D that named no compile-time parameter of a lowered kernel. */
-static void report_unused(Lower *L, const bool *used, const bool *lowered, uint32_t from)
+/* `spec`: the --spec set the defines from `from` on come from (its text names them), or NULL. */
+static void report_unused(Lower *L, const bool *used, const bool *lowered, uint32_t from, const char *spec)
 {
     const FeOptions *o = L->opts;
+    const char *opt = spec ? "--spec '" : "-D";
     uint32_t n = 0, cap = 0;
     const char **cands = NULL;
     for (uint32_t k = 0; k < L->ast->ndecls; k++) {
@@ -229,17 +231,18 @@ static void report_unused(Lower *L, const bool *used, const bool *lowered, uint3
                 if (strcmp(kn->cparams[j].name, o->defines[k].name) == 0) owner = kn;
         }
         if (owner) {
-            diag_error_noloc(L->d, "-D %s: only kernel '%s' has a compile-time parameter named '%s', and it is not compiled",
-                             o->defines[k].name, owner->name, o->defines[k].name);
+            diag_error_noloc(L->d, "%s%s%s%s: only kernel '%s' has a compile-time parameter named '%s', and it is not compiled",
+                             opt, spec ? spec : "", spec ? "': " : " ", o->defines[k].name, owner->name,
+                             o->defines[k].name);
             continue;
         }
         const char *best = diag_closest(o->defines[k].name, cands, n);
         if (best)
-            diag_error_noloc(L->d, "-D %s: no kernel has a compile-time parameter named '%s' (did you mean '%s'?)",
-                             o->defines[k].name, o->defines[k].name, best);
+            diag_error_noloc(L->d, "%s%s%s%s: no kernel has a compile-time parameter named '%s' (did you mean '%s'?)",
+                             opt, spec ? spec : "", spec ? "': " : " ", o->defines[k].name, o->defines[k].name, best);
         else
-            diag_error_noloc(L->d, "-D %s: no kernel has a compile-time parameter named '%s'", o->defines[k].name,
-                             o->defines[k].name);
+            diag_error_noloc(L->d, "%s%s%s%s: no kernel has a compile-time parameter named '%s'", opt,
+                             spec ? spec : "", spec ? "': " : " ", o->defines[k].name, o->defines[k].name);
     }
     free((void *)cands);
 }
@@ -294,7 +297,7 @@ IrModule *fe_lower_specs(const Ast *ast, const FeOptions *opts, const FeSpecSet 
         }
         if (nspecs) {
             for (uint32_t k = 0; k < base->ndefines; k++) used[k] = used[k] || set_used[k];
-            if (any) report_unused(&L, set_used, lowered, base->ndefines);
+            if (any) report_unused(&L, set_used, lowered, base->ndefines, specs[s].text ? specs[s].text : "");
             if (any && !added && d->nerrors == errors_before)
                 diag_error_noloc(d, "--spec '%s': the same specialization as an earlier --spec",
                                  specs[s].text ? specs[s].text : "");
@@ -313,7 +316,7 @@ IrModule *fe_lower_specs(const Ast *ast, const FeOptions *opts, const FeSpecSet 
         else diag_error_noloc(d, "no kernel named '%s'", L.opts->kernel);
         free((void *)names);
     }
-    report_unused(&L, used, lowered, 0);
+    report_unused(&L, used, lowered, 0, NULL);
     free(used);
     free(lowered);
     free(L.binds);

@@ -15,6 +15,12 @@ def _source(name):
     return os.path.join(find_stdlib(), name)
 
 
+def compile(file, kernel=None, defines=None, **kw):
+    """A stdlib kernel by its file ("gemm.tile", "softmax.tile", ...): tilec.compile on the stdlib's
+    source (the installed one, or this tree's), e.g. compile("norms.tile", "rmsnorm", {"T": "bf16"})."""
+    return core.compile(_source(file), kernel=kernel, defines=defines, **kw)
+
+
 def gemm(a, b, out=None, stream=None, out_dtype=None):
     """C = A @ B with stdlib/gemm.tile's `gemm` (f32 accumulation): a [M, K] and b [K, N] of one
     dtype (bf16, f16), row-major or strided; out [M, N] (default: a.new_empty, torch-like tensors),
@@ -34,6 +40,6 @@ def gemm(a, b, out=None, stream=None, out_dtype=None):
     vc = _args.view(out)
     if vc.shape != (m, n):
         raise ValueError("gemm: out is %s, not %dx%d" % ("x".join(map(str, vc.shape)), m, n))
-    mod = core.compile(_source("gemm.tile"), kernel="gemm", defines={"T": va.dtype, "TC": vc.dtype})
+    mod = compile("gemm.tile", kernel="gemm", defines={"T": va.dtype, "TC": vc.dtype})
     mod.kernel("gemm")(va, vb, vc, stream=stream)
     return out

@@ -192,7 +192,7 @@ build macmain macmain.c mac_image.c && no_gpu ./macmain
 check 2 err "--spec wants NAME=VALUE[,NAME=VALUE...], not 'BN'" "$TILEC" "$scale" --spec BN
 check 2 err "--spec 'BN=1,BN=2' sets BN twice" "$TILEC" "$scale" --spec BN=1,BN=2
 check 1 err "--spec 'BN=64': the same specialization as an earlier --spec" "$TILEC" "$scale" --spec BN=64 --spec BN=64
-check 1 err "no kernel has a compile-time parameter named 'BX'" "$TILEC" "$scale" --spec BX=64
+check 1 err "--spec 'BX=64': BX: no kernel has a compile-time parameter named 'BX'" "$TILEC" "$scale" --spec BX=64
 check 0 out "" "$TILEC" "$scale" --emit=ir -o scale.tir
 check 2 err "--spec sets compile-time parameters of a .tile source" "$TILEC" scale.tir --spec BN=64
 check 2 err "--cubin-path and --embed exclude each other" "$TILEC" "$scale" --emit=header --embed-c=x.c --cubin-path=y

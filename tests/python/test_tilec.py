@@ -116,6 +116,11 @@ class Compile(unittest.TestCase):
         self.assertIsInstance(cm.exception, tilec.TilecError)
         self.assertNotEqual(cm.exception.returncode, 0)
 
+    def test_stdlib_kernel(self):
+        k = tilec.stdlib.compile("softmax.tile", "softmax", {"T": "bf16", "BLOCK": 1024}, inspect_only=True).kernel()
+        self.assertEqual((k.name, k.specs["T"], k.specs["BLOCK"]), ("softmax", "bf16", "1024"))
+        self.assertEqual([(p.kind, p.dtype, p.rank) for p in k.params], [("tensor", "bf16", 2), ("tensor", "bf16", 2)])
+
     def test_inspect_file_and_bytes(self):
         image = tilec.compile_cubin(SCALE, defines={"BN": 32})
         self.assertEqual(image[:4], b"\x7fELF")
