@@ -52,8 +52,8 @@ class Kernel:
             lib.check(lib.lib.tilert_kernel_param(handle, i, ctypes.byref(p)), "kernel param")
             self.params.append(Param(p.name.decode(), _KINDS.get(p.kind, "?"), lib.dtype_names.get(p.dtype, "?"),
                                      p.rank))
-        self._pkinds = [ {"scalar": _rt.PARAM_SCALAR, "ptr": _rt.PARAM_PTR, "tensor": _rt.PARAM_TENSOR}[p.kind]
-                         if p.kind in ("scalar", "ptr", "tensor") else None for p in self.params]
+        codes = {"scalar": _rt.PARAM_SCALAR, "ptr": _rt.PARAM_PTR, "tensor": _rt.PARAM_TENSOR}
+        self._pkinds = [codes.get(p.kind) for p in self.params]
         self.specs = {}
         for i in range(info.nspecs):
             n, v = ctypes.c_char_p(), ctypes.c_char_p()
@@ -143,7 +143,10 @@ class Module:
     def __del__(self):
         h = getattr(self, "_h", None)
         if h and getattr(self, "_lib", None):
-            self._lib.lib.tilert_module_unload(h)
+            try:
+                self._lib.lib.tilert_module_unload(h)
+            except Exception:  # noqa: BLE001 (at interpreter exit ctypes may be gone already)
+                pass
             self._h = None
 
     def __repr__(self):
