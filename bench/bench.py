@@ -4,8 +4,8 @@
 Run on the GPU machine (it has torch; this one has not):
     python3 bench/bench.py --tilec PATH/tilec --lib PATH/libtilert.so [--only vadd,softmax] [--runs 50]
 
-Each kernel is compiled to a cubin by tilec, loaded through libtilert (ctypes),
-and launched on torch's current stream on tensors torch allocated, so tilec and
+Each kernel is compiled to a cubin by tilec, loaded through libtilert (the tilec Python package,
+python/tilec) and launched on torch's current stream on tensors torch allocated, so tilec and
 the baseline see the same data and the same timing method:
   - random inputs (never zeros), warm-up runs, then `runs` timed runs, each
     preceded by an L2 flush (a 256 MiB write) outside the timed region;
@@ -36,84 +36,49 @@ import tempfile
 
 import torch
 
-# ---- libtilert through ctypes ------------------------------------------------------
-MAX_RANK = 4
-DT = {torch.float32: 14, torch.bfloat16: 13, torch.float16: 12, torch.int32: 4, torch.int64: 5,
-      torch.uint8: 6, torch.int8: 2, torch.float8_e4m3fn: 10, torch.float8_e5m2: 11}
-ARG_TENSOR, ARG_PTR, ARG_INT, ARG_FLOAT = 1, 2, 3, 4
+# ---- libtilert through the tilec Python package (python/tilec, beside bench/ here and in the bundle)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import tilec  # noqa: E402
+from tilec import _args, _rt  # noqa: E402
 
-
-class Tensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int), ("rank", ctypes.c_int32),
-                ("shape", ctypes.c_int64 * MAX_RANK), ("stride", ctypes.c_int64 * MAX_RANK)]
-
-
-class ArgValue(ctypes.Union):
-    _fields_ = [("tensor", Tensor), ("ptr", ctypes.c_void_p), ("i", ctypes.c_int64),
-                ("u", ctypes.c_uint64), ("f", ctypes.c_double), ("bits", ctypes.c_uint64)]
-
-
-class Arg(ctypes.Structure):
-    _fields_ = [("kind", ctypes.c_int), ("dtype", ctypes.c_int), ("v", ArgValue)]
+Arg = _rt.Arg   # one tilert_arg (bench/gemm.py builds arrays of them)
 
 
 class Tilert:
+    """libtilert at `path` as bench.py and gemm.py use it: modules by path, kernels as the handles
+    tilert_launch takes (lib), and check() raising tilec's errors (RuntimeErrors)."""
+
     def __init__(self, path):
-        self.lib = ctypes.CDLL(path)
-        self.lib.tilert_last_error.restype = ctypes.c_char_p
-        self.lib.tilert_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(Arg), ctypes.c_int]
+        self.rt = tilec.library(path)
+        self.lib = self.rt.lib
+        self.modules = []   # loaded modules stay loaded, as their kernels are launched by handle
 
     def check(self, status, what):
-        if status != 0:
-            raise RuntimeError("%s: %s" % (what, self.lib.tilert_last_error().decode()))
+        self.rt.check(status, what)
 
     def load(self, cubin):
-        m = ctypes.c_void_p()
-        self.check(self.lib.tilert_module_load_file(cubin.encode(), ctypes.byref(m)), "load " + cubin)
+        m = tilec.load(cubin)
+        self.modules.append(m)
         return m
 
     def kernel(self, module, name):
-        k = ctypes.c_void_p()
-        self.check(self.lib.tilert_kernel_get(module, name.encode(), ctypes.byref(k)), "kernel " + name)
-        return k
+        return module.kernel(name)._h
 
 
 def tensor_arg(t):
-    a = Arg()
-    a.kind = ARG_TENSOR
-    a.dtype = DT[t.dtype]
-    tt = a.v.tensor
-    tt.data = t.data_ptr()
-    tt.dtype = DT[t.dtype]
-    tt.rank = t.dim()
-    for i in range(t.dim()):
-        tt.shape[i] = t.shape[i]
-        tt.stride[i] = t.stride()[i]
-    return a
+    return _args.to_arg(tilec.library(), t, _rt.PARAM_TENSOR)[0]
 
 
 def ptr_arg(t):
-    a = Arg()
-    a.kind = ARG_PTR
-    a.dtype = DT[t.dtype]
-    a.v.ptr = t.data_ptr()
-    return a
+    return _args.to_arg(tilec.library(), t, _rt.PARAM_PTR)[0]
 
 
-def int_arg(v, dtype=4):
-    a = Arg()
-    a.kind = ARG_INT
-    a.dtype = dtype
-    a.v.i = v
-    return a
+def int_arg(v):
+    return _args.to_arg(tilec.library(), int(v), _rt.PARAM_SCALAR)[0]
 
 
-def float_arg(v, dtype=14):
-    a = Arg()
-    a.kind = ARG_FLOAT
-    a.dtype = dtype
-    a.v.f = v
-    return a
+def float_arg(v):
+    return _args.to_arg(tilec.library(), float(v), _rt.PARAM_SCALAR)[0]
 
 
 # ---- timing ---------------------------------------------------------------------------

@@ -560,6 +560,47 @@ tilert_status tilert_module_inspect_data(const void *image, size_t size, tilert_
     return load(image, size, "tilert_module_inspect_data", true, out);
 }
 
+tilert_status tilert_module_load_best(const void *const *images, const size_t *sizes, int n, tilert_module **out,
+                                      int *chosen)
+{
+    if (!out) return err(TILERT_ERROR_INVALID_VALUE, "tilert_module_load_best: out is NULL");
+    *out = NULL;
+    if (!images || !sizes || n <= 0)
+        return err(TILERT_ERROR_INVALID_VALUE, "tilert_module_load_best: no images");
+    tilert_device_info info;
+    tilert_status s = tilert_device_get_info(&info);
+    if (s) return s;
+    int best = -1, best_score = -1;
+    char archs[256] = "";
+    size_t used = 0;
+    for (int i = 0; i < n; i++) {
+        tilert_module *m = NULL;
+        if ((s = tilert_module_inspect_data(images[i], sizes[i], &m))) {
+            char msg[sizeof last_error];
+            snprintf(msg, sizeof msg, "%s", last_error);
+            return err(s, "tilert_module_load_best: image %d: %s", i, msg);
+        }
+        if (used < sizeof archs) {
+            int w = snprintf(archs + used, sizeof archs - used, "%s%s", i ? ", " : "", m->arch);
+            used = w < 0 ? sizeof archs : used + (size_t)w;
+        }
+        /* the newest that runs here; of two for one SM version, the arch-specific one (sm_90a) */
+        int score = (int)m->sm * 2 + ((m->arch_flags & TILERT_META_ARCH_SPECIFIC) != 0);
+        if (tilert_module_check_arch(m, info.cc_major, info.cc_minor) == TILERT_OK && score > best_score) {
+            best = i;
+            best_score = score;
+        }
+        tilert_module_unload(m);
+    }
+    if (best < 0)
+        return err(TILERT_ERROR_ARCH_MISMATCH, "none of the cubins (%s) runs on this GPU (device %d: %s, compute "
+                   "capability %d.%d); rebuild with tilec --arch=sm_%d%d%s", archs, info.ordinal, info.name,
+                   info.cc_major, info.cc_minor, info.cc_major, info.cc_minor, info.cc_major >= 9 ? "a" : "");
+    if ((s = tilert_module_load_data(images[best], sizes[best], out))) return s;
+    if (chosen) *chosen = best;
+    return TILERT_OK;
+}
+
 static tilert_status load_file(const char *path, bool inspect, tilert_module **out)
 {
     if (!out) return err(TILERT_ERROR_INVALID_VALUE, "tilert_module_load_file: out is NULL");
@@ -1021,6 +1062,42 @@ tilert_status tilert_kernel_check(const tilert_kernel *k, const tilert_arg *args
         return tma_prepare_all(k, args, enc, none);
     }
     return TILERT_OK;
+}
+
+/* ---- choosing a specialization ---------------------------------------------------------- */
+
+tilert_status tilert_kernel_select(tilert_kernel *const *ks, int n, const tilert_arg *args, int nargs, int *index)
+{
+    if (!ks || n <= 0 || !index) return err(TILERT_ERROR_INVALID_VALUE, "tilert_kernel_select: no kernels or no index");
+    for (int i = 0; i < n; i++)
+        if (!ks[i]) return err(TILERT_ERROR_INVALID_VALUE, "tilert_kernel_select: kernel %d is NULL", i);
+    int found = -1, second = -1;
+    tilert_status first_s = TILERT_OK;
+    char why[sizeof last_error] = "";
+    size_t used = 0;
+    for (int i = 0; i < n; i++) {
+        tilert_status s = check_args(ks[i], args, nargs, NULL);
+        if (s == TILERT_OK) {
+            if (found < 0) found = i;
+            else if (second < 0) second = i;
+            continue;
+        }
+        if (first_s == TILERT_OK) first_s = s;
+        /* "; SYMBOL: why" per refusal, as much as fits */
+        if (used < sizeof why) {
+            int w = snprintf(why + used, sizeof why - used, "%s%s", used ? "; " : "", last_error);
+            used = w < 0 ? sizeof why : used + (size_t)w;
+        }
+    }
+    if (found >= 0 && second < 0) {
+        *index = found;
+        last_error[0] = 0;
+        return TILERT_OK;
+    }
+    if (found >= 0)
+        return err(TILERT_ERROR_ARG_TYPE, "the arguments do not determine the specialization: '%s' and '%s' both "
+                   "take them (launch one of them by name)", ks[found]->meta->symbol, ks[second]->meta->symbol);
+    return err(first_s, "no specialization takes these arguments: %s", why);
 }
 
 /* ---- launch ---------------------------------------------------------------------------- */

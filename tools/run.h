@@ -47,6 +47,8 @@ typedef struct DriverOpts {
     bool debug;                 /* -g: keep assert checks in device code */
     bool lineinfo;              /* .loc line information (default on; --no-lineinfo) */
     bool fast_math;             /* --fast-math: hardware approximations for math and f32 division */
+    FeSpecSet *specs;           /* --spec (tilec FILE only; spec.c): several specializations */
+    uint32_t nspecs, speccap;
 } DriverOpts;
 
 /* getopt_long codes of the long-only options. */
@@ -54,7 +56,7 @@ enum {
     OPT_KERNEL = 256, OPT_PASS, OPT_DUMP_AFTER, OPT_IR_DUMP_DIR, OPT_COLOR, OPT_EMIT, OPT_VERSION, OPT_HELP,
     OPT_ARCH, OPT_LINEINFO, OPT_NO_LINEINFO, OPT_FAST_MATH,
     /* tilec FILE --emit=header */
-    OPT_EMBED, OPT_CUBIN_PATH, OPT_MODULE_NAME,
+    OPT_EMBED, OPT_CUBIN_PATH, OPT_MODULE_NAME, OPT_SPEC, OPT_EMBED_C,
     /* tilec run, tilec bench */
     OPT_INTERP, OPT_DEVICE, OPT_OUT, OPT_GRID, OPT_SEED, OPT_CHECK, OPT_POISON, OPT_ZERO, OPT_RTOL, OPT_ATOL,
     /* tilec bench */

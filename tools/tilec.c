@@ -25,6 +25,7 @@
 #include "../passes/pass.h"
 #include "header.h"
 #include "run.h"
+#include "spec.h"
 
 #ifndef TILEC_VERSION
 #error "TILEC_VERSION is defined by tools/CMakeLists.txt"
@@ -45,6 +46,9 @@ typedef struct CompileOpts {
     bool embed;                 /* --embed: the cubin inside the header */
     const char *cubin_path;     /* --cubin-path: where the header's loader looks (no --embed) */
     const char *module_name;    /* --module-name: the prefix of the header's module functions */
+    const char *embed_c;        /* --embed-c: the cubin's bytes go to this .c, the header declares them */
+    char **archs;               /* --arch=A,B,...: a header with a cubin per arch (archs[0] is o->arch) */
+    uint32_t narchs;
 } CompileOpts;
 
 static const char usage_text[] =
@@ -69,7 +73,9 @@ static const char usage_text[] =
     "                             header        a C header with one typed launch function per\n"
     "                                           kernel (see 'C header' below)\n"
     "  --arch=sm_80|sm_86|sm_89|sm_90|sm_90a\n"
-    "                           the GPU to compile for (default: sm_90a)\n"
+    "                           the GPU to compile for (default: sm_90a); a header (--embed,\n"
+    "                           --embed-c) takes a list, --arch=sm_80,sm_89,sm_90a: one cubin each,\n"
+    "                           the one for the device loaded at run time\n"
     "  -O0, -O1, -O2, -O3       optimization level (default -O3).  -O0: no IR passes, LLVM and\n"
     "                           ptxas at -O0; -O1..-O3: the IR pipeline, LLVM and ptxas at that\n"
     "                           level; -O is -O3.  A .tir runs the IR passes only when -O1..-O3 is\n"
@@ -83,6 +89,8 @@ static const char usage_text[] =
     "                           the GPU's approximate instructions (bounds in lang/REFERENCE.md)\n"
     "  --kernel NAME            compile only kernel NAME (in a .tir also a specialization symbol)\n"
     "  -D NAME=VALUE            set a compile-time parameter (-D BLOCK=256, -DT=f16); repeatable\n"
+    "  --spec NAME=VALUE[,...]  one more specialization of every kernel (after the -D values);\n"
+    "                           repeatable: one module, cubin and header hold them all\n"
     "  --pass=NAME[,NAME...]    run these IR passes in this order instead of the default pipeline\n"
     "  --dump-after=NAME|all    print the IR after pass NAME (or every pass) to stderr; the layout\n"
     "                           pass runs before code generation (--emit=llvm, ptx, cubin)\n"
@@ -103,12 +111,17 @@ static const char usage_text[] =
     "                           it with MODULE_set_cubin_path() before its first launch\n"
     "  --module-name=NAME       the prefix of the module functions (default: the stem of -o, else\n"
     "                           of FILE)\n"
+    "  --embed-c=FILE.c         like --embed, but the cubin's bytes go to FILE.c (compile and link it\n"
+    "                           once); the header declares them, so files including it compile fast\n"
     "  Per kernel K the header declares\n"
     "    tilert_status K_launch(CUstream stream, PARAMS...)       grid from grid(...)\n"
     "    tilert_status K_launch_grid(CUstream stream, const uint32_t grid[3], PARAMS...)\n"
     "    tilert_status K_kernel(tilert_kernel **out)\n"
     "  with tensor<T, N> -> tilert_tensor, ptr<T> -> a device pointer, scalars -> the C type;\n"
-    "  and per module MODULE_module(tilert_module **out) and MODULE_unload().\n";
+    "  and per module MODULE_module(tilert_module **out) and MODULE_unload().  Several\n"
+    "  specializations of K (--spec) are K__P_V for the parameters P whose values V differ, and\n"
+    "  K_launch / K_launch_grid choose among them from the arguments' dtypes where only type\n"
+    "  parameters differ and the C signatures agree (tilert_kernel_select).\n";
 
 /* ---- options both commands share -------------------------------------------- */
 
@@ -299,6 +312,7 @@ void driver_opts_free(DriverOpts *o)
     free(o->defines);
     free(o->passes);
     free(o->dump_after);
+    driver_free_specs(o->specs, o->nspecs);
     memset(o, 0, sizeof *o);
 }
 
@@ -390,7 +404,7 @@ static IrModule *lower_tile(Source *s, const DriverOpts *o)
     if (!o->kernel || ast_has_kernel(ast, o->kernel, d)) {
         FeOptions fo = {o->defines, o->ndefines, o->kernel};
         t = now();
-        m = fe_lower(ast, &fo, d);
+        m = fe_lower_specs(ast, &fo, o->specs, o->nspecs, d);
         stage(o, "lower", t);
         if (m && d->nerrors) {
             ir_module_free(m);
@@ -591,6 +605,24 @@ static bool emit_header(const DriverOpts *o, const CompileOpts *co, Source *s, I
 {
     CgResult r = {0};
     if (co->embed && !driver_codegen(s, m, o, CG_EMIT_CUBIN, &r)) return false;
+    /* --arch=A,B,...: the first arch is m's; each other one compiles the source again for it */
+    HeaderImage *images = tl_xcalloc(co->narchs + 1, sizeof *images);
+    CgResult *more = tl_xcalloc(co->narchs + 1, sizeof *more);
+    StrBuf archs = {0};
+    bool built = true;
+    for (uint32_t i = 0; i < co->narchs && built; i++) {
+        sb_printf(&archs, i ? ",%s" : "%s", co->archs[i]);
+        if (i == 0) {
+            images[0] = (HeaderImage){co->archs[0], r.cubin, r.cubin_len};
+            continue;
+        }
+        DriverOpts oi = *o;
+        oi.arch = co->archs[i];
+        IrModule *mi = driver_build_ir(s, &oi);
+        built = mi && driver_codegen(s, mi, &oi, CG_EMIT_CUBIN, &more[i]);
+        if (built) images[i] = (HeaderImage){co->archs[i], more[i].cubin, more[i].cubin_len};
+        driver_free_ir(s, mi);
+    }
     char *stem = input_stem(o->input);
     char *name = co->module_name ? tl_xstrdup(co->module_name)
                  : co->out_path && strcmp(co->out_path, "-") != 0 ? stem_of(co->out_path, ".h")
@@ -611,9 +643,21 @@ static bool emit_header(const DriverOpts *o, const CompileOpts *co, Source *s, I
         .cubin_len = r.cubin_len,
         .cubin_path = co->cubin_path ? co->cubin_path : cubin_path,
         .tilec_version = TILEC_VERSION,
+        .embed_c = co->embed_c,
+        .images = images,
+        .nimages = co->narchs,
     };
+    if (co->narchs > 1) h.arch = archs.s;
+    StrBuf csrc = {0};
+    h.embed_c_out = co->embed_c ? &csrc : NULL;
     double t = now();
-    bool ok = header_write(out, m, &h, &s->diag);
+    bool ok = built && header_write(out, m, &h, &s->diag);
+    if (ok && co->embed_c) ok = write_bytes(co->embed_c, csrc.s, csrc.len, &s->diag);
+    sb_free(&csrc);
+    for (uint32_t i = 1; i < co->narchs; i++) cg_result_free(&more[i]);
+    free(more);
+    free(images);
+    sb_free(&archs);
     stage(o, "header", t);
     free(cubin_path);
     free(name);
@@ -730,6 +774,9 @@ static int check_compile_opts(const DriverOpts *o, const CompileOpts *co, int nf
     bool tir = has_suffix(files[0], ".tir");
     if (tir && (co->emit == EMIT_TOKENS || co->emit == EMIT_AST))
         return driver_usage_error("tilec", "--emit=%s needs a .tile input", emit_names[co->emit]);
+    if (tir && o->nspecs)
+        return driver_usage_error("tilec", "--spec sets compile-time parameters of a .tile source; a .tir is "
+                                  "already specialized");
     if (tir && o->ndefines)
         return driver_usage_error("tilec", "-D sets compile-time parameters of a .tile source; a .tir is "
                                   "already specialized");
@@ -738,6 +785,9 @@ static int check_compile_opts(const DriverOpts *o, const CompileOpts *co, int nf
         if (co->cubin_path) return driver_usage_error("tilec", "--cubin-path goes with --emit=header");
         if (co->module_name) return driver_usage_error("tilec", "--module-name goes with --emit=header");
     }
+    if (co->narchs > 1 && (co->emit != EMIT_HEADER || !co->embed))
+        return driver_usage_error("tilec", "several archs (--arch=%s,...) go with --emit=header --embed or --embed-c",
+                                  co->archs[0]);
     if (co->embed && co->cubin_path)
         return driver_usage_error("tilec", "--cubin-path and --embed exclude each other (an embedded cubin is "
                                   "loaded from memory)");
@@ -759,6 +809,8 @@ int main(int argc, char **argv)
         {"embed", no_argument, NULL, OPT_EMBED},
         {"cubin-path", required_argument, NULL, OPT_CUBIN_PATH},
         {"module-name", required_argument, NULL, OPT_MODULE_NAME},
+        {"spec", required_argument, NULL, OPT_SPEC},
+        {"embed-c", required_argument, NULL, OPT_EMBED_C},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
@@ -770,6 +822,16 @@ int main(int argc, char **argv)
     driver_normalize_argv(argc, argv);
     opterr = 0;
     while (rc < 0 && (c = getopt_long(argc, argv, ":o:" DRIVER_COMMON_SHORTOPTS "h", longopts, NULL)) != -1) {
+        if (c == OPT_ARCH) {   /* the last --arch wins; a list (several archs) is a header's */
+            driver_free_arch_list(co.archs, co.narchs);
+            co.archs = NULL;
+            co.narchs = 0;
+            if (optarg && strchr(optarg, ',')) {
+                if (driver_parse_arch_list("tilec", optarg, &co.archs, &co.narchs) < 0) rc = 2;
+                else o.arch = co.archs[0], o.arch_given = true;
+                continue;
+            }
+        }
         int r = driver_common_opt(&o, c, optarg);
         if (r < 0) rc = 2;
         if (r != 0) continue;
@@ -784,6 +846,14 @@ int main(int argc, char **argv)
             co.cubin_path = optarg;
             break;
         case OPT_MODULE_NAME: co.module_name = optarg; break;
+        case OPT_SPEC:
+            if (driver_add_spec("tilec", &o.specs, &o.nspecs, &o.speccap, optarg) < 0) rc = 2;
+            break;
+        case OPT_EMBED_C:
+            if (!*optarg) rc = driver_usage_error("tilec", "--embed-c wants a FILE.c");
+            co.embed_c = optarg;
+            co.embed = true;
+            break;
         case OPT_VERSION:
             printf("tilec %s\nbuilt for LLVM %s\n", TILEC_VERSION, TILEC_LLVM_VERSION);
             rc = 0;
@@ -803,5 +873,6 @@ int main(int argc, char **argv)
         rc = compile(&o, &co);
     }
     driver_opts_free(&o);
+    driver_free_arch_list(co.archs, co.narchs);
     return rc;
 }

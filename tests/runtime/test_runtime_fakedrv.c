@@ -260,6 +260,57 @@ static void test_plain_abi(void **state)
     free(meta);
 }
 
+/* tilert_module_load_best on the fake device (compute capability 9.0): of images for several archs,
+ * the newest that runs there, sm_90a before sm_90; none that runs is an error naming them all. */
+static uint8_t *image_for(const char *arch, unsigned sm, size_t *len)
+{
+    size_t mlen;
+    uint8_t *meta = rt_test_meta(arch, 0, false, &mlen);
+    RtElfOpts o = rt_elf_opts(sm);
+    uint8_t *img = rt_make_elf(meta, mlen, &o, len);
+    free(meta);
+    return img;
+}
+
+static void test_load_best(void **state)
+{
+    (void)state;
+    size_t l80, l89, l90, l90a;
+    uint8_t *i80 = image_for("sm_80", 80, &l80), *i89 = image_for("sm_89", 89, &l89);
+    uint8_t *i90 = image_for("sm_90", 90, &l90), *i90a = image_for("sm_90a", 90, &l90a);
+    tilert_module *m = NULL;
+    int chosen = -1;
+    const void *all[] = {i80, i90a, i89, i90};
+    const size_t all_len[] = {l80, l90a, l89, l90};
+    expect(tilert_module_load_best(all, all_len, 4, &m, &chosen), TILERT_OK, NULL);
+    assert_int_equal(chosen, 1);
+    assert_string_equal(tilert_module_arch(m), "sm_90a");
+    tilert_kernel *k;
+    expect(tilert_kernel_get(m, "vadd", &k), TILERT_OK, NULL);
+    tilert_module_unload(m);
+    const void *plain[] = {i80, i90};
+    const size_t plain_len[] = {l80, l90};
+    expect(tilert_module_load_best(plain, plain_len, 2, &m, &chosen), TILERT_OK, NULL);
+    assert_int_equal(chosen, 1);
+    assert_string_equal(tilert_module_arch(m), "sm_90");
+    tilert_module_unload(m);
+    const void *old[] = {i80, i89};
+    const size_t old_len[] = {l80, l89};
+    expect(tilert_module_load_best(old, old_len, 2, &m, &chosen), TILERT_ERROR_ARCH_MISMATCH,
+           "none of the cubins (sm_80, sm_89) runs on this GPU");
+    assert_null(m);
+    size_t bad_len = 16;
+    const void *bad[] = {i90a, "not a cubin at all"};
+    const size_t bad_lens[] = {l90a, bad_len};
+    expect(tilert_module_load_best(bad, bad_lens, 2, &m, NULL), TILERT_ERROR_INVALID_IMAGE,
+           "tilert_module_load_best: image 1:");
+    expect(tilert_module_load_best(all, all_len, 0, &m, NULL), TILERT_ERROR_INVALID_VALUE, "no images");
+    free(i80);
+    free(i89);
+    free(i90);
+    free(i90a);
+}
+
 int main(void)
 {
     setenv("TILERT_CUDA_LIBRARY", FAKE_CUDA_PATH, 1);
@@ -287,6 +338,7 @@ int main(void)
         cmocka_unit_test(test_tma_refusals),
         cmocka_unit_test(test_tma_optional),
         cmocka_unit_test(test_plain_abi),
+        cmocka_unit_test(test_load_best),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
