@@ -434,6 +434,16 @@ static LLVMValueRef ew_bitcast(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
     (void)dt;
     LLVMTypeRef tt = cg_elem_type(cg, to);
     if (LLVMTypeOf(x[0]) == tt) return x[0];
+    LLVMTypeKind tk = LLVMGetTypeKind(tt);
+    if (tk == LLVMHalfTypeKind || tk == LLVMBFloatTypeKind) {
+        /* NVPTX cannot select a bitcast between f16 and bf16 (LLVM 19: "Cannot select: f16 =
+         * bitcast bf16"), and instcombine and the DAG combiner fold bf16 -> i16 -> f16 into one.
+         * Every bitcast to a 16-bit float therefore goes through an i16 that a mov hides from both. */
+        LLVMValueRef v = x[0];
+        if (LLVMGetTypeKind(LLVMTypeOf(v)) != LLVMIntegerTypeKind) v = LLVMBuildBitCast(cg->b, v, cg->i16, "");
+        v = cg_inline_asm(cg, cg->i16, "mov.b16 $0, $1;", "=h,h", &v, 1, false);
+        return LLVMBuildBitCast(cg->b, v, tt, "");
+    }
     return LLVMBuildBitCast(cg->b, x[0], tt, "");
 }
 
