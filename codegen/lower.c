@@ -263,7 +263,7 @@ static LLVMValueRef ew_binary(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
             LLVMValueRef args[2] = {a, c};
             return cg_inline_asm(cg, cg->f32, "div.full.ftz.f32 $0, $1, $2;", "=f,f,f", args, 2, false);
         }
-        if (fl) return op->opc == IR_DIV ? LLVMBuildFDiv(b, a, c, "") : LLVMBuildFRem(b, a, c, "");
+        if (fl) return op->opc == IR_DIV ? LLVMBuildFDiv(b, a, c, "") : cg_math_fmod(cg, dt, a, c);
         /* x/0 and MIN/-1 are undefined in LLVM; the language wraps MIN/-1 and
          * leaves x/0 to the interpreter's check: divide by 1 instead. */
         LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);

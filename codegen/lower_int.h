@@ -245,6 +245,8 @@ void cg_wgmma_wait(Cg *cg, int pending, LLVMValueRef *acc, unsigned n);
 /* lower_math.c: exp exp2 log log2 sqrt rsqrt sigmoid tanh erf fabs floor ceil
  * of one float register of dtype dt (f16/bf16 computed in f32 and rounded). */
 LLVMValueRef cg_math_unary(Cg *cg, const char *fn, DType dt, LLVMValueRef x);
+/* Float `%`: C's fmod, exact (a loop over the exponent difference). */
+LLVMValueRef cg_math_fmod(Cg *cg, DType dt, LLVMValueRef x, LLVMValueRef y);
 
 /* lower_reduce.c: how the input bits of layout L relate to dim `axis`.  axis[k]:
  * bits of input k (LL_REG/LANE/WARP) whose basis lies inside the axis' flat
