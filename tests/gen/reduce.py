@@ -92,6 +92,8 @@ def reduce(src, fails, target, log):
         lines = src.split("\n")
         for i, ln in enumerate(lines):
             for s, e in sorted(groups(ln), key=lambda se: se[0] - se[1]):
+                if re.fullmatch(r"[\w.]+", ln[s + 1:e - 1].strip()):
+                    continue  # a single token already: replacing it cannot shrink (and would cycle)
                 for rep in operands(ln[s:e]):
                     nl = ln[:s] + "(" + rep + ")" + ln[e:]
                     if nl == ln:
