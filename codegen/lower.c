@@ -264,7 +264,7 @@ static LLVMValueRef ew_binary(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
             return cg_inline_asm(cg, cg->f32, "div.full.ftz.f32 $0, $1, $2;", "=f,f,f", args, 2, false);
         }
         if (fl && op->opc == IR_DIV && dt == DT_F32 && cg->inline_fdiv) return cg_fdiv_f32(cg, a, c);
-        if (fl) return op->opc == IR_DIV ? LLVMBuildFDiv(b, a, c, "") : LLVMBuildFRem(b, a, c, "");
+        if (fl) return op->opc == IR_DIV ? LLVMBuildFDiv(b, a, c, "") : cg_math_fmod(cg, dt, a, c);
         /* x/0 and MIN/-1 are undefined in LLVM; the language wraps MIN/-1 and
          * leaves x/0 to the interpreter's check: divide by 1 instead. */
         LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
@@ -438,6 +438,16 @@ static LLVMValueRef ew_bitcast(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
     (void)dt;
     LLVMTypeRef tt = cg_elem_type(cg, to);
     if (LLVMTypeOf(x[0]) == tt) return x[0];
+    LLVMTypeKind tk = LLVMGetTypeKind(tt);
+    if (tk == LLVMHalfTypeKind || tk == LLVMBFloatTypeKind) {
+        /* NVPTX cannot select a bitcast between f16 and bf16 (LLVM 19: "Cannot select: f16 =
+         * bitcast bf16"), and instcombine and the DAG combiner fold bf16 -> i16 -> f16 into one.
+         * Every bitcast to a 16-bit float therefore goes through an i16 that a mov hides from both. */
+        LLVMValueRef v = x[0];
+        if (LLVMGetTypeKind(LLVMTypeOf(v)) != LLVMIntegerTypeKind) v = LLVMBuildBitCast(cg->b, v, cg->i16, "");
+        v = cg_inline_asm(cg, cg->i16, "mov.b16 $0, $1;", "=h,h", &v, 1, false);
+        return LLVMBuildBitCast(cg->b, v, tt, "");
+    }
     return LLVMBuildBitCast(cg->b, x[0], tt, "");
 }
 

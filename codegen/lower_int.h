@@ -255,6 +255,8 @@ LLVMValueRef cg_fdiv_f32(Cg *cg, LLVMValueRef a, LLVMValueRef b);
  * ptxas's 64-bit division subroutine (a call: C7509 where the kernel has wgmma): 32-bit
  * division where both magnitudes fit, else an inline shift-subtract loop (lower_math.c). */
 LLVMValueRef cg_idiv64(Cg *cg, LLVMValueRef a, LLVMValueRef d, bool sg, bool rem);
+/* Float `%`: C's fmod, exact (a loop over the exponent difference). */
+LLVMValueRef cg_math_fmod(Cg *cg, DType dt, LLVMValueRef x, LLVMValueRef y);
 
 /* lower_reduce.c: how the input bits of layout L relate to dim `axis`.  axis[k]:
  * bits of input k (LL_REG/LANE/WARP) whose basis lies inside the axis' flat

@@ -492,4 +492,99 @@ LLVMValueRef cg_idiv64(Cg *cg, LLVMValueRef a, LLVMValueRef d, bool sg, bool rem
         return sg ? LLVMBuildSelect(B, an, LLVMBuildNeg(B, ur, ""), ur, "") : ur;
     }
     return sg ? LLVMBuildSelect(B, LLVMBuildXor(B, an, dn, ""), LLVMBuildNeg(B, q, ""), q, "") : q;
+/* Float `%` is C's fmod (exact).  LLVM's NVPTX lowers frem as x - trunc(x / y) * y,
+ * which is inexact once the quotient is large and gives +0 where fmod gives -0, so
+ * this is the integer long division of the significands: normalise both (subnormals
+ * by ctlz), subtract y's significand from x's once per exponent step (a loop of
+ * ex - ey iterations), renormalise and rebuild the float with x's sign.  y = 0, y NaN,
+ * x inf or NaN give NaN (as (x*y)/(x*y)); |x| < |y| gives x; |x| = |y| gives 0 with
+ * x's sign.  f16/bf16 run in f32, where the exact result is exactly representable. */
+static LLVMValueRef ic(M *m, uint64_t v) { return LLVMConstInt(m->it, v, 0); }
+
+LLVMValueRef cg_math_fmod(Cg *cg, DType dt, LLVMValueRef x, LLVMValueRef y)
+{
+    bool narrow = dt == DT_F16 || dt == DT_BF16;
+    TL_ASSERT(narrow || dt == DT_F32 || dt == DT_F64, "codegen");
+    M m = {cg, dt == DT_F64 ? cg->f64 : cg->f32, dt == DT_F64 ? cg->i64 : cg->i32, dt == DT_F64 ? "f64" : "f32",
+           dt == DT_F64};
+    if (narrow) {
+        x = LLVMBuildFPExt(cg->b, x, cg->f32, "");
+        y = LLVMBuildFPExt(cg->b, y, cg->f32, "");
+    }
+    LLVMBuilderRef b = cg->b;
+    const unsigned W = m.f64 ? 64 : 32, MB = m.f64 ? 52 : 23, EB = W - 1 - MB;
+    const uint64_t sign = (uint64_t)1 << (W - 1), implicit = (uint64_t)1 << MB, mant = implicit - 1;
+    const uint64_t infbits = sign - implicit;   /* the exponent all ones, significand 0 */
+    LLVMValueRef ux = LLVMBuildBitCast(b, x, m.it, ""), uy = LLVMBuildBitCast(b, y, m.it, "");
+    LLVMValueRef sx = LLVMBuildAnd(b, ux, ic(&m, sign), "");
+    LLVMValueRef ax = LLVMBuildAnd(b, ux, ic(&m, ~sign), ""), ay = LLVMBuildAnd(b, uy, ic(&m, ~sign), "");
+    LLVMValueRef special = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, ay, ic(&m, 0), ""),
+                                       LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntUGT, ay, ic(&m, infbits), ""),
+                                                   LLVMBuildICmp(b, LLVMIntUGE, ax, ic(&m, infbits), ""), ""), "");
+    LLVMValueRef xy = mul(&m, x, y);
+    LLVMValueRef early = sel(&m, special, fdiv_(&m, xy, xy),
+                             sel(&m, LLVMBuildICmp(b, LLVMIntULT, ax, ay, ""), x,
+                                 LLVMBuildBitCast(b, sx, m.t, "")));   /* |x| = |y|: +-0 */
+    LLVMValueRef go = LLVMBuildAnd(b, LLVMBuildNot(b, special, ""), LLVMBuildICmp(b, LLVMIntUGT, ax, ay, ""), "");
+    /* significands with the implicit bit at MB, and unbiased-plus-bias exponents (signed) */
+    LLVMValueRef norm[2][2];
+    LLVMValueRef fz = LLVMConstInt(cg->i1, 0, 0);
+    for (int k = 0; k < 2; k++) {
+        LLVMValueRef a = k ? ay : ax;
+        char nm[16];
+        snprintf(nm, sizeof nm, "llvm.ctlz.i%u", W);
+        LLVMValueRef args[2] = {a, fz};
+        LLVMValueRef sh = LLVMBuildSub(b, cg_call_intrinsic(cg, nm, m.it, args, 2), ic(&m, EB), "");
+        LLVMValueRef e = LLVMBuildLShr(b, a, ic(&m, MB), "");
+        LLVMValueRef sub = LLVMBuildICmp(b, LLVMIntEQ, e, ic(&m, 0), "");
+        norm[k][0] = LLVMBuildSelect(b, sub, LLVMBuildShl(b, a, sh, ""),
+                                     LLVMBuildOr(b, LLVMBuildAnd(b, a, ic(&m, mant), ""), ic(&m, implicit), ""), "");
+        norm[k][1] = LLVMBuildSelect(b, sub, LLVMBuildSub(b, ic(&m, 1), sh, ""), e, "");
+    }
+    LLVMValueRef my = norm[1][0], ey = norm[1][1];
+    LLVMBasicBlockRef entry = LLVMGetInsertBlock(b);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "fmod.head");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "fmod.step");
+    LLVMBasicBlockRef tail = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "fmod.tail");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "fmod.end");
+    LLVMBuildCondBr(b, go, head, done);
+    LLVMPositionBuilderAtEnd(b, head);
+    LLVMValueRef mphi = LLVMBuildPhi(b, m.it, ""), ephi = LLVMBuildPhi(b, m.it, "");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, ephi, ey, ""), body, tail);
+    LLVMPositionBuilderAtEnd(b, body);
+    LLVMValueRef d = LLVMBuildSub(b, mphi, my, "");
+    LLVMValueRef keep = LLVMBuildICmp(b, LLVMIntSLT, d, ic(&m, 0), "");
+    LLVMValueRef mnext = LLVMBuildShl(b, LLVMBuildSelect(b, keep, mphi, d, ""), ic(&m, 1), "");
+    LLVMValueRef enext = LLVMBuildSub(b, ephi, ic(&m, 1), "");
+    LLVMBuildBr(b, head);
+    LLVMValueRef min_[2] = {norm[0][0], mnext}, ein[2] = {norm[0][1], enext};
+    LLVMBasicBlockRef from[2] = {entry, body};
+    LLVMAddIncoming(mphi, min_, from, 2);
+    LLVMAddIncoming(ephi, ein, from, 2);
+    LLVMPositionBuilderAtEnd(b, tail);
+    d = LLVMBuildSub(b, mphi, my, "");
+    LLVMValueRef mr = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, d, ic(&m, 0), ""), mphi, d, "");
+    char nm[16];
+    snprintf(nm, sizeof nm, "llvm.ctlz.i%u", W);
+    LLVMValueRef args[2] = {mr, fz};
+    LLVMValueRef sh = LLVMBuildSub(b, cg_call_intrinsic(cg, nm, m.it, args, 2), ic(&m, EB), "");
+    LLVMValueRef zero = LLVMBuildICmp(b, LLVMIntEQ, mr, ic(&m, 0), "");
+    sh = LLVMBuildSelect(b, zero, ic(&m, 0), sh, "");
+    LLVMValueRef mn = LLVMBuildShl(b, mr, sh, ""), en = LLVMBuildSub(b, ephi, sh, "");
+    LLVMValueRef normal = LLVMBuildOr(b, LLVMBuildSub(b, mn, ic(&m, implicit), ""), LLVMBuildShl(b, en, ic(&m, MB), ""), "");
+    /* a subnormal result: en <= 0, shift right by 1 - en (exact: the result is a multiple of y's ulp) */
+    LLVMValueRef rsh = LLVMBuildSub(b, ic(&m, 1), en, "");
+    LLVMValueRef subn = LLVMBuildLShr(b, mn, LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, rsh, ic(&m, W), ""), rsh,
+                                                             ic(&m, W - 1), ""), "");
+    LLVMValueRef bits = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, en, ic(&m, 0), ""), normal, subn, "");
+    bits = LLVMBuildOr(b, LLVMBuildSelect(b, zero, ic(&m, 0), bits, ""), sx, "");
+    LLVMValueRef res = LLVMBuildBitCast(b, bits, m.t, "");
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, done);
+    LLVMValueRef r = LLVMBuildPhi(b, m.t, "");
+    LLVMValueRef rin[2] = {early, res};
+    LLVMBasicBlockRef rfrom[2] = {entry, tail};
+    LLVMAddIncoming(r, rin, rfrom, 2);
+    if (narrow) r = LLVMBuildFPTrunc(b, r, cg_dtype(cg, dt), "");
+    return r;
 }
