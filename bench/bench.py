@@ -16,6 +16,9 @@ achieved TB/s (memory-bound kernels: bytes read + written) or TFLOP/s, and
 tilec / baseline speed (baseline time / tilec time: > 1 means tilec is faster).
 Correctness is checked against the baseline's output before timing.
 
+--only attention (issue 10): flash_attn_fwd against SDPA's cuDNN and FLASH_ATTENTION backends,
+MHA and GQA (enable_gqa), causal and not, D 64 and 128, S 1024 to 16384.
+
 --only softmax-sweep,rmsnorm-sweep (issue 3): every candidate parameter set of stdlib softmax
 (ROWS, WARPS, PERSIST, EXACT, BLOCK) and rmsnorm (BLOCK), each also under the TILEC_MIN_CTAS
 occupancy hint, at 4096 x {4096,
@@ -404,6 +407,54 @@ def bench_gemm(b, root):
                  lambda: torch.matmul(a, bb), 2 * m * n * kk, "TFLOP/s", ok)
 
 
+def bench_attention(b, root):
+    """flash_attn_fwd against scaled_dot_product_attention's cuDNN and FLASH_ATTENTION (FA2) backends
+    (issue 10): B * Hq * S = 262144 with Hq = 16, S from 1024 to 16384, D 64 and 128, causal and not;
+    GQA (Hq = 32, Hkv = 8, enable_gqa) at S = 4096 and 16384; one [B, S, H, D]-memory row (strided
+    views).  TFLOP/s = 4 B Hq Sq Skv D / time, halved for causal.  Each tilec result is checked
+    against the cuDNN output first."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+    src = os.path.join(root, "stdlib/attention.tile")
+    kernels = {d: b.compile(src, "flash_attn_fwd", {"T": "bf16", "D": d}) for d in (64, 128)}
+    shapes = [(262144 // (16 * s), 16, 16, s, d, c, False) for d in (128, 64) for s in (1024, 2048, 4096, 8192, 16384)
+              for c in (0, 1)]
+    shapes += [(max(1, 262144 // (32 * s)), 32, 8, s, 128, c, False) for s in (4096, 16384) for c in (0, 1)]
+    shapes += [(262144 // (16 * 4096), 16, 16, 4096, 128, 0, True)]
+    backends = [("cuDNN", SDPBackend.CUDNN_ATTENTION), ("FA2", SDPBackend.FLASH_ATTENTION)]
+    for bsz, hq, hkv, s, d, causal, bshd in shapes:
+        if bshd:  # [B, S, H, D] memory, passed as [B, H, S, D] views with its strides
+            q, k, v = (rand([bsz, s, h, d], torch.bfloat16).transpose(1, 2) for h in (hq, hkv, hkv))
+            o = torch.full([bsz, s, hq, d], float("nan"), device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+        else:
+            q, k, v = (rand([bsz, h, s, d], torch.bfloat16) for h in (hq, hkv, hkv))
+            o = torch.full([bsz, hq, s, d], float("nan"), device="cuda", dtype=torch.bfloat16)
+        scale = 1 / d ** 0.5
+        args = [tensor_arg(q), tensor_arg(k), tensor_arg(v), tensor_arg(o), float_arg(scale), int_arg(causal)]
+        kk = kernels[d]
+        b.launch(kk, args)
+        gqa = hq != hkv
+
+        def sdpa(be):
+            with sdpa_kernel(be):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal), scale=scale, enable_gqa=gqa)
+        ok = True
+        work = 4 * bsz * hq * s * s * d // (2 if causal else 1)
+        shape = "B=%d Hq=%d Hkv=%d S=%d D=%d%s%s" % (bsz, hq, hkv, s, d, " causal" if causal else "",
+                                                    " bshd" if bshd else "")
+        for i, (name, be) in enumerate(backends):
+            try:
+                ref = sdpa(be)
+            except RuntimeError as e:  # a backend that does not take this shape: say so, keep going
+                print("attention %s: SDPA %s unavailable: %s" % (shape, name, str(e).splitlines()[0]),
+                      file=sys.stderr)
+                continue
+            if i == 0 or not ok:
+                ok = close(o, ref, 2e-2, 2e-2)
+            b.record("flash_attn_fwd vs SDPA " + name, shape, "bf16", lambda: b.launch(kk, args),
+                     lambda: sdpa(be), work, "TFLOP/s", ok)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tilec", required=True)
@@ -420,7 +471,7 @@ def main():
                "softmax": lambda: bench_softmax(b, args.root), "rmsnorm": lambda: bench_rmsnorm(b, args.root),
                "softmax-fast": lambda: bench_softmax(b, args.root, ("--fast-math",)),
                "rmsnorm-fast": lambda: bench_rmsnorm(b, args.root, ("--fast-math",)),
-               "gemm": lambda: bench_gemm(b, args.root),
+               "gemm": lambda: bench_gemm(b, args.root), "attention": lambda: bench_attention(b, args.root),
                "softmax-sweep": lambda: bench_sweep(b, args.root, "softmax"),
                "rmsnorm-sweep": lambda: bench_sweep(b, args.root, "rmsnorm"),
                "rmsnorm-lab": lambda: bench_sweep(b, args.root, "rmsnorm", lab=True),

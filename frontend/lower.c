@@ -8,7 +8,8 @@
  *      its value (a -D, else its default, else an error naming it), which fixes
  *      the specialization and its symbol (KERNEL__P_64__T_f16);
  *   3. create the IrFunc: specs, parameters, warps, the grid block (its
- *      arguments mirror the parameters; it yields 1 to 3 integer scalars);
+ *      arguments mirror the parameters; it yields 1 to 3 integer scalars), the
+ *      requires block (the same arguments; one i1 per requires clause);
  *   4. lower the body (lower_stmt.c) and end it with RETURN;
  *   5. report -D options that named no parameter of a lowered kernel.
  * Compile-time evaluation outside a kernel body (consts, parameter defaults)
@@ -124,6 +125,53 @@ static void lower_grid(Lower *L, const AstNode *kn, IrFunc *f, const uint32_t *p
         if (param_bind[k] != UINT32_MAX) L->binds[param_bind[k]].val = fe_val(L, ir_blk(f, f->body)->args[k]);
 }
 
+/* The requires(cond, "message") clauses: f->requires yields one i1 per clause. */
+static void lower_requires(Lower *L, const AstNode *kn, IrFunc *f, const uint32_t *param_bind)
+{
+    IrBlk q = ir_func_make_requires(f);
+    ir_builder_at_end(&L->b, f, q);
+    for (uint32_t k = 0; k < f->nparams; k++)
+        if (param_bind[k] != UINT32_MAX) L->binds[param_bind[k]].val = fe_val(L, ir_blk(f, q)->args[k]);
+    IrVal *conds = tl_xcalloc(kn->nreqs, sizeof *conds);
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < kn->nreqs; k++) {
+        const AstNode *e = kn->reqs[2 * k];
+        L->b.loc = e->loc;
+        LVal v = fe_expr(L, e);
+        if (v.kind == LV_INT && v.is_bool && v.i == 0) { /* known now: no launch could satisfy it */
+            diag_error(L->d, e->loc, "requires(...) is false for every launch of this specialization: %s",
+                       kn->reqs[2 * k + 1]->str);
+            continue;
+        }
+        if (v.kind == LV_INT && v.is_bool) v = fe_materialize(L, v, e->loc);
+        if (v.kind == LV_ERR) continue;
+        if (v.kind != LV_VAL || v.ty.kind != TY_TILE || v.ty.rank != 0 || v.ty.isptr || v.ty.dt != DT_I1) {
+            diag_error(L->d, e->loc, "the condition of requires(...) must be a boolean scalar (a comparison), got %s",
+                       sema_lv_str(L, &v));
+            continue;
+        }
+        conds[n++] = v.v;
+        ir_func_add_require(f, kn->reqs[2 * k + 1]->str);
+    }
+    /* the launcher evaluates the clauses on the host, on integer scalars only */
+    const IrBlock *qb = ir_blk(f, q);
+    for (uint32_t k = 0; k < qb->nops; k++) {
+        const IrOp *op = ir_op(f, qb->ops[k]);
+        for (uint32_t r = 0; r < op->nres; r++) {
+            IrType t = ir_vty(f, op->res + r);
+            if (t.kind == TY_TILE && t.rank == 0 && !t.isptr && dt_is_int((DType)t.dt)) continue;
+            diag_error(L->d, op->loc, "requires(...) computes on integer scalars only (the launcher evaluates it on "
+                       "the host), got %s", sema_ty_str(L, t));
+            break;
+        }
+    }
+    L->b.loc = kn->loc;
+    ir_build(&L->b, IR_YIELD, conds, n, NULL, 0, NULL);
+    free(conds);
+    for (uint32_t k = 0; k < f->nparams; k++)
+        if (param_bind[k] != UINT32_MAX) L->binds[param_bind[k]].val = fe_val(L, ir_blk(f, f->body)->args[k]);
+}
+
 static bool has_symbol(const IrModule *m, const char *sym)
 {
     for (uint32_t i = 0; i < m->nfuncs; i++)
@@ -197,6 +245,7 @@ static bool lower_kernel(Lower *L, const AstNode *kn, bool *used, IrFunc *scratc
         }
     }
     if (kn->has_grid) lower_grid(L, kn, f, param_bind);
+    if (kn->nreqs) lower_requires(L, kn, f, param_bind);
     free(param_bind);
     ir_builder_at_end(&L->b, f, f->body);
     L->b.loc = kn->loc;

@@ -82,6 +82,7 @@ typedef struct Interp {
     Diag *d;
     const IrOp *term;    /* the terminator that ended the innermost finished block, or NULL */
     bool in_grid;        /* evaluating the grid clause: there is no program id */
+    bool in_requires;    /* (with in_grid) evaluating the requires clauses */
 } Interp;
 
 typedef bool (*ExecHook)(Interp *in, const IrOp *op);
@@ -156,7 +157,7 @@ static bool fail(Interp *in, const IrOp *op, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (in->in_grid) diag_error(in->d, op->loc, "%s (in the grid clause)", msg);
+    if (in->in_grid) diag_error(in->d, op->loc, "%s (in the %s clause)", msg, in->in_requires ? "requires" : "grid");
     else diag_error(in->d, op->loc, "%s (program (%u, %u, %u))", msg, in->pid[0], in->pid[1], in->pid[2]);
     return false;
 }
@@ -1212,6 +1213,30 @@ bool interp_grid(IrFunc *f, const InterpArg *args, uint32_t grid[3], Diag *d)
                 break;
             }
             grid[k] = (uint32_t)g;
+        }
+    }
+    interp_fini(&in);
+    return ok;
+}
+
+bool interp_requires(IrFunc *f, const InterpArg *args, Diag *d)
+{
+    if (!f->requires) return true;
+    Interp in;
+    interp_init(&in, f, NULL, 0, NULL, d);
+    in.in_grid = in.in_requires = true;
+    bool ok = bind_args(&in, f->requires, args) && run_block(&in, f->requires);
+    if (ok) {
+        const IrOp *y = in.term;
+        TL_ASSERT(y && y->opc == IR_YIELD && y->nopnd == f->nreq, "interp");
+        for (uint32_t k = 0; ok && k < y->nopnd; k++) {
+            IrVal v = ir_opnd(f, y, k);
+            if (in.vals[v].e[0].i != 0) continue;
+            const IrValue *val = &f->vals[v];
+            SrcLoc loc = val->is_arg ? y->loc : f->ops[val->def].loc;
+            diag_error(d, loc, "kernel '%s': requires(...) does not hold: %s", f->source_name,
+                       f->mod->strs[f->req_msg[k]]);
+            ok = false;
         }
     }
     interp_fini(&in);

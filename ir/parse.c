@@ -1251,6 +1251,21 @@ static void parse_kernel(Parser *p)
         parse_ops(p, g);
         expect(p, '}');
     }
+    if (is_word_tok(&p->tok, "requires")) {
+        next(p);
+        IrBlk q = ir_func_make_requires(f);
+        expect(p, '(');
+        if (!is_punct(&p->tok, ')')) {
+            do ir_func_add_require(f, expect_string(p, "a requires message"));
+            while (accept(p, ','));
+        }
+        expect(p, ')');
+        names_reset(p);
+        for (uint32_t i = 0; i < np; i++) define(p, &p->items[pbase + i].name, f->blocks[q].args[i]);
+        expect(p, '{');
+        parse_ops(p, q);
+        expect(p, '}');
+    }
     finish_layouts(p);
     p->nitems = pbase;
 }

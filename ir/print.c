@@ -71,8 +71,8 @@ static void name_params(Printer *p)
         }
         p->owned[i] = cand;
     }
-    const IrBlk holders[2] = {f->body, f->grid};
-    for (int h = 0; h < 2; h++) {
+    const IrBlk holders[3] = {f->body, f->grid, f->requires};
+    for (int h = 0; h < 3; h++) {
         if (!holders[h]) continue;
         const IrBlock *blk = &f->blocks[holders[h]];
         for (uint32_t i = 0; i < blk->nargs && i < f->nparams; i++) p->pname[blk->args[i]] = p->owned[i];
@@ -389,6 +389,7 @@ void ir_print_func(StrBuf *b, const IrFunc *f)
     name_params(&p);
     number_block(&p, f->body);
     if (f->grid) number_block(&p, f->grid);
+    if (f->requires) number_block(&p, f->requires);
     number_layouts(&p);
 
     sb_puts(b, "kernel @");
@@ -421,6 +422,15 @@ void ir_print_func(StrBuf *b, const IrFunc *f)
     if (f->grid) {
         sb_puts(b, "} grid {\n");
         print_block(&p, f->grid, 1);
+    }
+    if (f->requires) {
+        sb_puts(b, "} requires(");
+        for (uint32_t i = 0; i < f->nreq; i++) {
+            if (i) sb_puts(b, ", ");
+            put_str(b, f->req_msg[i] < f->mod->nstrs ? f->mod->strs[f->req_msg[i]] : "");
+        }
+        sb_puts(b, ") {\n");
+        print_block(&p, f->requires, 1);
     }
     sb_puts(b, "}\n");
 

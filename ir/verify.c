@@ -706,6 +706,26 @@ bool ir_verify(IrFunc *f, Diag *d, const char *after)
                                                                  tystr(&V, opty(&V, y, i)));
             }
         }
+        if (ok && f->requires) {
+            ok = f->requires < f->nblocks && f->blocks[f->requires].parent_op == UINT32_MAX;
+            if (!ok) bad(&V, NOOP, "the requires block is not a top-level block");
+            V.in_grid = true;
+            if (ok) ok = check_args(&V, NOOP, f->requires, ptys, f->nparams, "the requires block") &&
+                         walk(&V, f->requires, NOOP, IR_YIELD, &t);
+            V.in_grid = false;
+            if (ok) {
+                const IrOp *y = &f->ops[t];
+                ok = y->nopnd == f->nreq && f->nreq >= 1;
+                if (!ok) bad(&V, t, "the requires block yields %u values for %u messages", y->nopnd, f->nreq);
+                for (uint32_t i = 0; ok && i < y->nopnd; i++) {
+                    IrType ty = opty(&V, y, i);
+                    if (!is_int_scalar(ty) || ty.dt != DT_I1)
+                        ok = bad(&V, t, "requires condition %u is %s, not an i1 scalar", i, tystr(&V, ty));
+                }
+            }
+        } else if (ok && f->nreq) {
+            ok = bad(&V, NOOP, "%u requires messages without a requires block", f->nreq);
+        }
         free(ptys);
     }
     /* ops leave their block only through ir_op_erase, which marks them dead */

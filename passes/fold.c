@@ -1,7 +1,7 @@
 /* fold.c: constant folding and exact algebraic simplification.
  *
  * Algorithm:
- *   1. Walk the body and the grid block in order; the regions of an op are
+ *   1. Walk the body, the grid and the requires blocks in order; the regions of an op are
  *      walked before the op itself, so its operands are already folded.
  *   2. A value is constant when it is a scalar CONST or a SPLAT of one (never
  *      a pointer).  An elementwise op whose operands are all constant is
@@ -404,6 +404,7 @@ void pass_fold(IrFunc *f, PassCtx *cx)
         fd.changed = false;
         walk(&fd, f->body);
         if (f->grid) walk(&fd, f->grid);
+        if (f->requires) walk(&fd, f->requires);
         if (fd.changed) cx->changed = true;
     } while (fd.changed);
 }

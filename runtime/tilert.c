@@ -80,7 +80,7 @@ const char *tilert_status_string(tilert_status s)
         "TILERT_ERROR_ARCH_MISMATCH", "TILERT_ERROR_BAD_METADATA", "TILERT_ERROR_NOT_FOUND",
         "TILERT_ERROR_ARG_COUNT", "TILERT_ERROR_ARG_TYPE", "TILERT_ERROR_ARG_ALIGN", "TILERT_ERROR_ARG_VALUE",
         "TILERT_ERROR_GRID", "TILERT_ERROR_NO_GRID", "TILERT_ERROR_RESOURCES", "TILERT_ERROR_CONTEXT",
-        "TILERT_ERROR_INSPECT_ONLY", "TILERT_ERROR_CUDA",
+        "TILERT_ERROR_INSPECT_ONLY", "TILERT_ERROR_CUDA", "TILERT_ERROR_REQUIRES",
     };
     return (unsigned)s < TILERT_STATUS_COUNT ? names[s] : "TILERT_ERROR_(unknown)";
 }
@@ -842,6 +842,55 @@ typedef struct KParams {
     CUtensorMap maps[TILERT_META_MAX_TMA];   /* 64-byte aligned, as the driver wants */
 } KParams;
 
+/* "Q [2, 16, 200, 128], K [2, 3, 300, 128]": the arguments that code reads, with their values. */
+static void describe_reads(const tilert_meta_kernel *mk, const uint8_t *code, uint32_t len, const tilert_arg *args,
+                           char *b, size_t n)
+{
+    bool seen[256] = {false};
+    size_t at = 0;
+    b[0] = 0;
+    for (uint32_t pc = 0; pc < len;) {
+        uint8_t op = code[pc];
+        uint32_t step = op == TILERT_GOP_PUSH ? 9 : op == TILERT_GOP_ARG || op == TILERT_GOP_WRAP ? 2 :
+                        op == TILERT_GOP_SHAPE || op == TILERT_GOP_STRIDE ? 3 : 1;
+        if ((op == TILERT_GOP_ARG || op == TILERT_GOP_SHAPE || op == TILERT_GOP_STRIDE) && !seen[code[pc + 1]]) {
+            uint8_t p = code[pc + 1];
+            seen[p] = true;
+            const tilert_arg *a = &args[p];
+            int w = 0;
+            if (at < n && op == TILERT_GOP_ARG) {
+                w = snprintf(b + at, n - at, "%s%s = %lld", at ? ", " : "", mk->params[p].name,
+                             (long long)tilert_meta_wrap((int64_t)a->v.u, (tilert_dtype)mk->params[p].dtype));
+            } else if (at < n) {
+                const char *what = op == TILERT_GOP_SHAPE ? "shape" : "stride";
+                const int64_t *v = op == TILERT_GOP_SHAPE ? a->v.tensor.shape : a->v.tensor.stride;
+                w = snprintf(b + at, n - at, "%s%s.%s [", at ? ", " : "", mk->params[p].name, what);
+                for (int d = 0; d < a->v.tensor.rank && w >= 0 && at + (size_t)w < n; d++)
+                    w += snprintf(b + at + (size_t)w, n - at - (size_t)w, "%s%lld", d ? ", " : "", (long long)v[d]);
+                if (w >= 0 && at + (size_t)w < n) w += snprintf(b + at + (size_t)w, n - at - (size_t)w, "]");
+            }
+            at += w > 0 ? (size_t)w : 0;
+        }
+        pc += step;
+    }
+}
+
+/* The kernel's requires(...) clauses over arguments that passed the type checks. */
+static tilert_status check_requires(const tilert_kernel *k, const tilert_arg *args)
+{
+    const tilert_meta_kernel *mk = k->meta;
+    if (!mk->nrequires) return TILERT_OK;
+    char e[400];
+    int failed;
+    if (tilert_meta_eval_requires(mk, args, k->mod->info.sm_count, &failed, e, sizeof e)) return TILERT_OK;
+    if (failed < 0) return err(TILERT_ERROR_REQUIRES, "kernel '%s': %s", mk->symbol, e);
+    char reads[400];
+    const tilert_meta_require *q = &mk->requires[failed];
+    describe_reads(mk, q->code, q->code_len, args, reads, sizeof reads);
+    return err(TILERT_ERROR_REQUIRES, "kernel '%s': requires(...) does not hold: %s%s%s%s", mk->symbol, q->message,
+               reads[0] ? " (" : "", reads, reads[0] ? ")" : "");
+}
+
 static tilert_status check_args(const tilert_kernel *k, const tilert_arg *args, int nargs, KParams *kp)
 {
     if (!k) return err(TILERT_ERROR_INVALID_VALUE, "kernel is NULL");
@@ -928,7 +977,7 @@ static tilert_status check_args(const tilert_kernel *k, const tilert_arg *args, 
         if (kp) kp->slots[kp->n++] = val;
 #undef BAD
     }
-    return TILERT_OK;
+    return check_requires(k, args);
 }
 
 static tilert_status compute_grid(const tilert_kernel *k, const tilert_arg *args, uint32_t grid[3])

@@ -114,6 +114,7 @@ typedef enum tilert_status {
     TILERT_ERROR_CONTEXT,         /* launched from another CUDA context than the module's */
     TILERT_ERROR_INSPECT_ONLY,    /* the module was opened for inspection, without a device */
     TILERT_ERROR_CUDA,            /* any other driver error; the message carries the driver's */
+    TILERT_ERROR_REQUIRES,        /* the arguments break a requires(cond, "message") clause of the kernel */
     TILERT_STATUS_COUNT
 } tilert_status;
 
@@ -280,8 +281,9 @@ TILERT_API tilert_status tilert_kernel_param_tma(const tilert_kernel *k, int i, 
 /* Specialization value i as text: name "BLOCK", value "1024". */
 TILERT_API tilert_status tilert_kernel_spec(const tilert_kernel *k, int i, const char **name, const char **value);
 
-/* Checks args against the metadata and computes the grid from them (unused
- * dims are 1), without the driver.  TILERT_OK with grid {0,..} means an empty
+/* Checks args against the metadata (types, then the kernel's requires(...)
+ * clauses: TILERT_ERROR_REQUIRES with the clause's message) and computes the
+ * grid from them (unused dims are 1), without the driver.  TILERT_OK with grid {0,..} means an empty
  * launch (some dimension is 0).  The TMA rules are checked too, unless the
  * launch is empty (with grid NULL, as for a launch that is not); a tensor whose
  * descriptors are optional passes whatever they say. */
@@ -296,7 +298,7 @@ TILERT_API tilert_status tilert_kernel_check(const tilert_kernel *k, const tiler
 TILERT_API tilert_status tilert_kernel_select(tilert_kernel *const *ks, int n, const tilert_arg *args, int nargs,
                                               int *index);
 
-/* Checks the arguments, computes the grid from the metadata and launches on
+/* Checks the arguments (and the requires(...) clauses), computes the grid from the metadata and launches on
  * `stream` (a CUstream or cudaStream_t; NULL: the legacy default stream).
  * A grid with a zero dimension launches nothing and returns TILERT_OK. */
 TILERT_API tilert_status tilert_launch(tilert_kernel *k, void *stream, const tilert_arg *args, int nargs);

@@ -542,6 +542,14 @@ static void write_kernel(StrBuf *b, const HeaderOpts *h, const Kern *k, uint32_t
         snprintf(fn, sizeof fn, "%s_%s", k->name, with_grid ? "launch_grid" : "launch");
         if (with_grid) sb_puts(b, "/* Launches with an explicit grid (x, y, z). */\n");
         else sb_puts(b, "/* Launches with the grid of the kernel's grid(...) clause. */\n");
+        if (f->nreq) { /* the launch checks them: TILERT_ERROR_REQUIRES names the one that fails */
+            sb_puts(b, "/* TILERT_ERROR_REQUIRES unless the arguments satisfy its requires(...) clauses:");
+            for (uint32_t i = 0; i < f->nreq; i++) {
+                sb_puts(b, "\n *   - ");
+                comment_text(b, f->mod->strs[f->req_msg[i]]);
+            }
+            sb_puts(b, " */\n");
+        }
         signature(b, f, k->params, fn, with_grid);
         sb_printf(b, "\n{\n    tilert_kernel *tilec_k;\n    tilert_status tilec_s = %s_kernel(&tilec_k);\n"
                      "    if (tilec_s != TILERT_OK) return tilec_s;\n    tilert_arg tilec_args[%u];\n",

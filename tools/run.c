@@ -697,6 +697,8 @@ void run_args_free(KernelArgs *ka)
 
 bool run_grid(const RunOpts *ro, const KernelArgs *ka, uint32_t grid[3], Diag *d)
 {
+    /* the kernel's contracts hold for any launch, with its grid or another */
+    if (!interp_requires(ka->f, ka->args, d)) return false;
     if (ro->has_grid) {
         memcpy(grid, ro->grid, sizeof ro->grid);
         return true;

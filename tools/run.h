@@ -167,7 +167,8 @@ IrFunc *run_pick_kernel(IrModule *m, const char *want, Diag *d);
  * mismatch; false if there was any (ka is then still to be freed). */
 bool run_bind(const RunOpts *ro, IrFunc *f, KernelArgs *ka, Diag *d);
 void run_args_free(KernelArgs *ka);
-/* The launch grid: --grid, else f's grid(...) clause on the arguments. */
+/* Checks f's requires(...) clauses on the arguments (an error naming the first that
+ * fails), then gives the launch grid: --grid, else f's grid(...) clause on them. */
 bool run_grid(const RunOpts *ro, const KernelArgs *ka, uint32_t grid[3], Diag *d);
 bool run_is_buffer_param(IrType t);
 int run_find_param(const IrFunc *f, const char *name, size_t n);
