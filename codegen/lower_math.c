@@ -492,6 +492,8 @@ LLVMValueRef cg_idiv64(Cg *cg, LLVMValueRef a, LLVMValueRef d, bool sg, bool rem
         return sg ? LLVMBuildSelect(B, an, LLVMBuildNeg(B, ur, ""), ur, "") : ur;
     }
     return sg ? LLVMBuildSelect(B, LLVMBuildXor(B, an, dn, ""), LLVMBuildNeg(B, q, ""), q, "") : q;
+}
+
 /* Float `%` is C's fmod (exact).  LLVM's NVPTX lowers frem as x - trunc(x / y) * y,
  * which is inexact once the quotient is large and gives +0 where fmod gives -0, so
  * this is the integer long division of the significands: normalise both (subnormals
