@@ -151,3 +151,18 @@ const char *diag_closest(const char *name, const char *const *cands, size_t n)
     }
     return bestd <= limit ? best : NULL;
 }
+
+void diag_unknown_kernel(Diag *d, const char *name, const char *const *names, size_t n)
+{
+    diag_error_noloc(d, "no kernel named '%s' in '%s'", name, d->file);
+    const char *near = diag_closest(name, names, n);
+    if (near) diag_note(d, (SrcLoc){0, 0}, "did you mean '%s'?", near);
+    if (!n) {
+        diag_note(d, (SrcLoc){0, 0}, "this file declares no kernel");
+        return;
+    }
+    StrBuf list = {0};
+    for (size_t i = 0; i < n; i++) sb_printf(&list, i ? ", %s" : "%s", names[i]);
+    diag_note(d, (SrcLoc){0, 0}, "kernels in this file: %s", list.s);
+    sb_free(&list);
+}

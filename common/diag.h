@@ -43,6 +43,11 @@ void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...) TL_PRINTF(3, 4);
 /* An error with no source position: "tilec: error: ..." */
 void diag_error_noloc(Diag *d, const char *fmt, ...) TL_PRINTF(2, 3);
 
+/* "no kernel named NAME in FILE", then "did you mean" and the kernels there
+ * are (`names`, n of them): the one report of an unknown --kernel, for source
+ * files (fe_lower) and IR files (the driver) alike. */
+void diag_unknown_kernel(Diag *d, const char *name, const char *const *names, size_t n);
+
 /* The closest candidate to `name` among `cands` (edit distance <= 2, or a third
  * of the length), or NULL.  For "did you mean 'arange'?" notes. */
 const char *diag_closest(const char *name, const char *const *cands, size_t n);

@@ -225,9 +225,28 @@ static void report_unused(Lower *L, const bool *used, const bool *lowered)
     free((void *)cands);
 }
 
+/* Whether the AST declares kernel `name`; if not, says so and lists those it declares. */
+static bool has_kernel(const Ast *ast, const char *name, Diag *d)
+{
+    uint32_t n = 0, cap = 0;
+    const char **names = NULL;
+    for (uint32_t k = 0; k < ast->ndecls; k++) {
+        if (ast->decls[k]->kind != AST_KERNEL) continue;
+        if (strcmp(ast->decls[k]->name, name) == 0) {
+            free((void *)names);
+            return true;
+        }
+        VEC_PUSH(names, n, cap, ast->decls[k]->name);
+    }
+    diag_unknown_kernel(d, name, names, n);
+    free((void *)names);
+    return false;
+}
+
 IrModule *fe_lower(const Ast *ast, const FeOptions *opts, Diag *d)
 {
     static const FeOptions no_opts = {0};
+    if (opts && opts->kernel && !has_kernel(ast, opts->kernel, d)) return NULL;
     Lower L;
     memset(&L, 0, sizeof L);
     L.d = d;
@@ -243,22 +262,11 @@ IrModule *fe_lower(const Ast *ast, const FeOptions *opts, Diag *d)
     declare_globals(&L);
     bool *used = tl_xcalloc(L.opts->ndefines ? L.opts->ndefines : 1, sizeof(bool));
     bool *lowered = tl_xcalloc(ast->ndecls ? ast->ndecls : 1, sizeof(bool));
-    bool any = false;
     for (uint32_t k = 0; k < ast->ndecls; k++) {
         const AstNode *g = ast->decls[k];
         if (g->kind != AST_KERNEL || (L.opts->kernel && strcmp(L.opts->kernel, g->name) != 0)) continue;
         lower_kernel(&L, g, used, scratch);
-        lowered[k] = any = true;
-    }
-    if (L.opts->kernel && !any) {
-        uint32_t n = 0, cap = 0;
-        const char **names = NULL;
-        for (uint32_t k = 0; k < ast->ndecls; k++)
-            if (ast->decls[k]->kind == AST_KERNEL) VEC_PUSH(names, n, cap, ast->decls[k]->name);
-        const char *best = diag_closest(L.opts->kernel, names, n);
-        if (best) diag_error_noloc(d, "no kernel named '%s' (did you mean '%s'?)", L.opts->kernel, best);
-        else diag_error_noloc(d, "no kernel named '%s'", L.opts->kernel);
-        free((void *)names);
+        lowered[k] = true;
     }
     report_unused(&L, used, lowered);
     free(used);

@@ -6,7 +6,7 @@
  *
  * Steps:
  *   1. Parse the command line (usage errors: exit 2).
- *   2. Build the IR exactly as `tilec FILE` does (driver_build_ir), and pick the kernel.
+ *   2. Build the IR exactly as `tilec FILE` does (driver_compile to DRIVER_IR), and pick the kernel.
  *   3. Bind every ARG to its parameter: NAME=PATH.npy and NAME=DTYPE[d0,...]
  *      give a buffer (ptr<T>: the flat array; tensor<T, N>: shape and C-order
  *      strides of the array), NAME=VALUE a scalar.  Every mismatch is reported,
@@ -15,7 +15,7 @@
  *   5. --interp: interpret; the buffers are the arrays' own bytes, so narrow
  *      types stay bit-exact.
  *      --device: open the GPU (its arch, unless --arch), compile the kernel to
- *      a cubin in process (driver_codegen), load it through libtilert, copy the
+ *      a cubin in process (driver_compile, resumed), load it through libtilert, copy the
  *      buffers to the device, launch, wait, copy them back (device.c).
  *   6. Write each --out buffer in the dtype and shape it came in.
  * `tilec bench` (bench.c) shares steps 1 to 3 and the device side.
@@ -746,7 +746,7 @@ bool run_device_prepare(RunOpts *ro, Source *s, IrModule *m, DevSession *ds)
                 ds->info.ordinal, ds->info.name, ds->info.cc_major, ds->info.cc_minor, ds->info.sm_count,
                 ro->drv.arch);
     CgResult r;
-    if (!driver_codegen(s, m, &ro->drv, CG_EMIT_CUBIN, &r)) return false;
+    if (!driver_compile(s, &ro->drv, &m, DRIVER_CUBIN, &r)) return false;
     bool ok = dev_load(ds, r.cubin, r.cubin_len, m->funcs[0]->name, d);
     cg_result_free(&r);
     return ok;
@@ -901,7 +901,7 @@ int run_main(int argc, char **argv)
         Source s;
         IrModule *m = NULL;
         rc = 1;
-        if (source_open(&s, &ro.drv) && (m = driver_build_ir(&s, &ro.drv)) != NULL) rc = run_kernel(&ro, &s, m);
+        if (source_open(&s, &ro.drv) && driver_compile(&s, &ro.drv, &m, DRIVER_IR, NULL)) rc = run_kernel(&ro, &s, m);
         driver_free_ir(&s, m);
         source_close(&s);
     }
