@@ -141,7 +141,7 @@ static bool make_dir(const char *path, Diag *d)
 static bool run_passes(IrModule *m, Source *s, const DriverOpts *o, PassStage which, const char *what)
 {
     Diag *d = &s->diag;
-    PassDump dump = {o->dump_after, o->ndump_after, o->dump_dir, stderr};
+    PassDump dump = {o->dump_after, o->ndump_after, o->dump_dir, stderr, &s->ndumps};
     if (o->dump_dir && !make_dir(o->dump_dir, d)) return false;
     int errors = d->nerrors;
     double t = now();

@@ -80,6 +80,7 @@ typedef struct Source {
     size_t len;
     bool is_tir;                /* .tir: textual IR; otherwise tile source */
     uint32_t nhidden;           /* kernels --kernel left out of a .tir module (see driver_free_ir) */
+    uint32_t ndumps;            /* IR dumps written so far: --ir-dump-dir numbers both pipelines' as one */
     Diag diag;
 } Source;
 
