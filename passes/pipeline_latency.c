@@ -81,9 +81,22 @@ typedef struct Budget {
 static void assign(IrFunc *f, uint32_t loop, void *vb)
 {
     Budget *bud = vb;
-    if (!layout_arch_has_wgmma(f->mod->arch)) return;
+    Diag *d = bud->cx->diag;
+    SrcLoc at = f->ops[loop].loc;
+    if (!layout_arch_has_wgmma(f->mod->arch)) {
+        diag_remark(d, DIAG_REMARK_pipeline, at, "loop not pipelined: %s has no TMA and wgmma (sm_90a has)",
+                    f->mod->arch ? f->mod->arch : "no arch named");
+        return;
+    }
     int64_t hint = f->ops[loop].attr.i;
-    if (hint == 1 || !positive_const_step(f, loop)) return;
+    if (hint == 1) {
+        diag_remark(d, DIAG_REMARK_pipeline, at, "loop not pipelined: pipeline(1) asks for one stage");
+        return;
+    }
+    if (!positive_const_step(f, loop)) {
+        diag_remark(d, DIAG_REMARK_pipeline, at, "loop not pipelined: its step is not a positive constant");
+        return;
+    }
     IrBlk body = f->ops[loop].region[0];
     uint8_t *slice = tl_xcalloc(f->nops, 1);
     uint32_t *cand = NULL, ncand = 0, cap = 0, bytes = 0;
@@ -95,9 +108,14 @@ static void assign(IrFunc *f, uint32_t loop, void *vb)
         bytes += pipe_stage_bytes(ir_vty(f, ir_res(&f->ops[id], 0)));
     }
     free(slice);
+    if (!ncand)
+        diag_remark(d, DIAG_REMARK_pipeline, at,
+                    "loop not pipelined: no block load in its body reads a 2-d tensor parameter without 'other', "
+                    "in a 1- or 2-byte type, only for dots, at offsets from the induction variable");
     if (ncand) {
         int64_t stages = hint ? hint : PIPE_AUTO_STAGES;
         if (stages > 16) stages = 16;
+        int64_t want = stages;
         uint32_t left = PIPE_SMEM_BUDGET - bud->used;
         while (stages >= 2 && (uint64_t)stages * bytes > left) stages--;
         if (stages >= 2) {
@@ -105,6 +123,16 @@ static void assign(IrFunc *f, uint32_t loop, void *vb)
             f->ops[loop].attr.i = stages;
             bud->used += (uint32_t)stages * bytes;
             bud->cx->changed = true;
+            diag_remark(d, DIAG_REMARK_pipeline, at,
+                        "loop pipelined with %lld stages (%s %lld%s): %u load%s issued %lld iterations ahead, "
+                        "%u bytes of shared memory per stage",
+                        (long long)stages, hint ? "hint" : "default", (long long)want,
+                        stages < want ? ", fewer for the shared-memory budget" : "", ncand, ncand == 1 ? "" : "s",
+                        (long long)stages - 1, bytes);
+        } else {
+            diag_remark(d, DIAG_REMARK_pipeline, at,
+                        "loop not pipelined: 2 stages of %u bytes do not fit the %u bytes of shared memory left "
+                        "for stage buffers", bytes, left);
         }
     }
     free(cand);

@@ -298,6 +298,31 @@ static int add_pass_names(const char *cmd, const char ***list, uint32_t *n, uint
     return 1;
 }
 
+/* --remarks=NAME[,NAME...]|all: the kinds of remarks to print. */
+static int add_remarks(DriverOpts *o, const char *arg)
+{
+    const char *p = arg;
+    do {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char *name = driver_strndup(p, len);
+        int k = diag_remark_find(name);
+        if (strcmp(name, "all") == 0) o->remarks = (1u << DIAG_NREMARKS) - 1;
+        else if (k >= 0) o->remarks |= 1u << k;
+        else {
+            StrBuf known = {0};
+            for (int i = 0; i < DIAG_NREMARKS; i++) sb_printf(&known, "%s, ", diag_remark_names[i]);
+            driver_usage_error(o->cmd, "--remarks: unknown remark '%s' (remarks: %sall)", name, known.s);
+            sb_free(&known);
+            free(name);
+            return -1;
+        }
+        free(name);
+        p = comma ? comma + 1 : NULL;
+    } while (p);
+    return 1;
+}
+
 int driver_common_opt(DriverOpts *o, int c, const char *arg)
 {
     switch (c) {
@@ -325,6 +350,7 @@ int driver_common_opt(DriverOpts *o, int c, const char *arg)
     case OPT_LINEINFO: o->lineinfo = true; return 1;
     case OPT_NO_LINEINFO: o->lineinfo = false; return 1;
     case OPT_FAST_MATH: o->fast_math = true; return 1;
+    case OPT_REMARKS: return add_remarks(o, arg);
     case OPT_KERNEL: o->kernel = arg; return 1;
     case OPT_PASS: return add_pass_names(o->cmd, &o->passes, &o->npasses, &o->passcap, arg, "--pass", false);
     case OPT_DUMP_AFTER:
@@ -414,6 +440,7 @@ bool source_open(Source *s, const DriverOpts *o)
         diag_error_noloc(&s->diag, "cannot read '%s': %s", o->input, strerror(errno));
         return false;
     }
+    s->diag.remarks = o->remarks;
     s->diag.src = s->text;
     s->diag.src_len = s->len;
     return true;

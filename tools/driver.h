@@ -33,12 +33,13 @@ typedef struct DriverOpts {
     bool debug;                 /* -g: keep assert checks in device code */
     bool lineinfo;              /* .loc line information (default on; --no-lineinfo) */
     bool fast_math;             /* --fast-math: hardware approximations for math and f32 division */
+    uint32_t remarks;           /* --remarks: bit k set prints remarks of kind k (common/remarks.def) */
 } DriverOpts;
 
 /* getopt_long codes of the long-only options. */
 enum {
     OPT_KERNEL = 256, OPT_PASS, OPT_DUMP_AFTER, OPT_IR_DUMP_DIR, OPT_COLOR, OPT_EMIT, OPT_VERSION, OPT_HELP,
-    OPT_ARCH, OPT_LINEINFO, OPT_NO_LINEINFO, OPT_FAST_MATH,
+    OPT_ARCH, OPT_LINEINFO, OPT_NO_LINEINFO, OPT_FAST_MATH, OPT_REMARKS,
     /* tilec FILE --emit=header */
     OPT_EMBED, OPT_CUBIN_PATH, OPT_MODULE_NAME,
     /* tilec run, tilec bench */
@@ -60,7 +61,7 @@ int driver_common_opt(DriverOpts *o, int c, const char *arg);
         {"diagnostics-color", required_argument, NULL, OPT_COLOR},                                    \
         {"arch", required_argument, NULL, OPT_ARCH}, {"lineinfo", no_argument, NULL, OPT_LINEINFO},   \
         {"no-lineinfo", no_argument, NULL, OPT_NO_LINEINFO},                                             \
-        {"fast-math", no_argument, NULL, OPT_FAST_MATH}
+        {"fast-math", no_argument, NULL, OPT_FAST_MATH}, {"remarks", required_argument, NULL, OPT_REMARKS}
 /* The short options driver_common_opt handles (-D, -v, -O, -g). */
 #define DRIVER_COMMON_SHORTOPTS "D:vO::g"
 /* nvcc's spelling -lineinfo becomes --lineinfo (getopt_long reads only "--" long options). */

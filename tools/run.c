@@ -76,6 +76,7 @@ static const char run_usage_text[] =
     "  --fast-math              (--device) approximate math and f32 division on the GPU\n"
     "  --dump-after=NAME|all    print the IR after pass NAME (or every pass) to stderr\n"
     "  --ir-dump-dir=DIR        write those dumps to files in DIR instead\n"
+    "  --remarks=NAME,...|all   explain the compiler's choices (see tilec --help)\n"
     "  --diagnostics-color=auto|always|never\n"
     "                           colour in error messages\n"
     "  -v                       print each stage, the bindings and the grid to stderr\n"
@@ -104,7 +105,7 @@ static const char bench_usage_text[] =
     "  --seed N                 the seed of the random arguments (default 1)\n"
     "  -D NAME=VALUE            set a compile-time parameter; repeatable\n"
     "  -O0..-O3, --arch=ARCH, -g, --no-lineinfo, --fast-math, --pass=..., --dump-after=...,\n"
-    "  --ir-dump-dir=...\n"
+    "  --ir-dump-dir=..., --remarks=...\n"
     "                           as for tilec run\n"
     "  -v                       also print ptxas's report for the kernel (registers, spills)\n"
     "  -h, --help               print this help\n";

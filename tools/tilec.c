@@ -88,6 +88,9 @@ static const char usage_text[] =
     "                           (without --dump-after: after every pass)\n"
     "  --diagnostics-color=auto|always|never\n"
     "                           colour in error messages (default: auto, on a terminal)\n"
+    "  --remarks=NAME[,NAME...]|all\n"
+    "                           explain the compiler's choices as 'file:line:col: remark:' lines\n"
+    "                           on stderr (see 'Remarks' below)\n"
     "  -v                       print each stage and the time it took to stderr; with\n"
     "                           --emit=cubin or --embed, also ptxas's report per kernel\n"
     "                           (registers, shared memory, spills)\n"
@@ -266,6 +269,8 @@ static int compile(const DriverOpts *o, const CompileOpts *co)
 static void print_help(void)
 {
     fputs(usage_text, stdout);
+    fputs("\nRemarks (--remarks=NAME,...; all: every kind):\n", stdout);
+    for (int k = 0; k < DIAG_NREMARKS; k++) printf("  %-24s %s\n", diag_remark_names[k], diag_remark_summaries[k]);
     fputs("\nPasses (the default pipeline runs the IR passes, in this order; layout runs before code "
           "generation):\n", stdout);
     for (size_t i = 0; i < pass_count; i++)
