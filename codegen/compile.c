@@ -31,12 +31,12 @@ void cg_result_free(CgResult *r)
     memset(r, 0, sizeof *r);
 }
 
-/* What ptxas's report (nvJitLink's info log) says of kernel `name`:
+/* ptxas's report (nvJitLink's info log) on kernel `name`:
  *   ptxas info    : Compiling entry function 'NAME' for 'sm_90a'
  *   ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
  *   ptxas info    : Used 36 registers, used 0 barriers
  * False when the log has no such block. */
-static bool ptxas_usage(const char *log, const char *name, int *regs, int *spill_st, int *spill_ld)
+bool cg_ptxas_usage(const char *log, const char *name, int *regs, int *spill_st, int *spill_ld)
 {
     char head[512];
     snprintf(head, sizeof head, "Compiling entry function '%s'", name);
@@ -75,7 +75,7 @@ static void remark_occupancy(IrModule *m, const CgResult *out, bool ptxas_ran, D
             sb_printf(&b, " (%s)", o->why);
         int regs, st, ld;
         if (!ptxas_ran) sb_puts(&b, "; ptxas did not run (it runs for a cubin)");
-        else if (ptxas_usage(out->info.s, f->name, &regs, &st, &ld))
+        else if (cg_ptxas_usage(out->info.s, f->name, &regs, &st, &ld))
             sb_printf(&b, "; ptxas used %d registers, %d bytes spill stores, %d bytes spill loads", regs, st, ld);
         diag_remark(d, DIAG_REMARK_occupancy, f->loc, "%s", b.s);
         sb_free(&b);
@@ -113,6 +113,11 @@ bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit upto, CgResult *ou
         LLVMDisposeModule(mod);
         LLVMContextDispose(ctx);
         return true;
+    }
+    if (t->keep_llvm) {
+        char *s = LLVMPrintModuleToString(mod);
+        sb_puts(&out->llvm, s);
+        LLVMDisposeMessage(s);
     }
     ok = cg_emit_ptx(mod, t, &out->ptx, d); /* consumes mod */
     LLVMContextDispose(ctx);

@@ -153,6 +153,19 @@ static bool run_passes(IrModule *m, Source *s, const DriverOpts *o, PassStage wh
     return ok && d->nerrors == errors;
 }
 
+/* -v: ptxas's report, one block per kernel (registers, barriers, stack frame,
+ * spills, shared memory), from nvJitLink's info log, less the summary
+ * nvJitLink adds ("info    : ..."), which says the same again. */
+static void print_ptxas_report(const char *log)
+{
+    for (const char *p = log; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (strncmp(p, "info    :", 9) != 0) fprintf(stderr, "%.*s\n", (int)n, p);
+        p += n + (e != NULL);
+    }
+}
+
 bool driver_compile(Source *s, const DriverOpts *o, IrModule **mp, DriverStage upto, CgResult *r)
 {
     Diag *d = &s->diag;
@@ -189,11 +202,7 @@ bool driver_compile(Source *s, const DriverOpts *o, IrModule **mp, DriverStage u
     double t = now();
     bool ok = cg_compile_module(m, &target, cg_upto, r, d) && d->nerrors == errors;
     stage(o, upto == DRIVER_LLVM ? "llvm" : upto == DRIVER_PTX ? "ptx" : "cubin", t);
-    if (ok && o->verbose && r->info.len) {
-        /* ptxas's report, one block per kernel: registers, shared memory, spills */
-        fputs(r->info.s, stderr);
-        if (r->info.s[r->info.len - 1] != '\n') fputc('\n', stderr);
-    }
+    if (ok && o->verbose && r->info.len) print_ptxas_report(r->info.s);
     if (!ok) cg_result_free(r);
     return ok;
 }
@@ -386,10 +395,20 @@ void driver_opts_init(DriverOpts *o, const char *cmd)
 
 void driver_normalize_argv(int argc, char **argv)
 {
-    static char lineinfo[] = "--lineinfo";
+    static char lineinfo[] = "--lineinfo", fast_math[] = "--fast-math", arch[] = "--arch";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) break;
         if (strcmp(argv[i], "-lineinfo") == 0) argv[i] = lineinfo;
+        else if (strcmp(argv[i], "-use_fast_math") == 0) argv[i] = fast_math;
+        else if (strcmp(argv[i], "-arch") == 0) argv[i] = arch;
+        else if (strncmp(argv[i], "-arch=", 6) == 0) {
+            /* "--arch=" + the value; argv keeps it for the rest of the run */
+            size_t n = strlen(argv[i]);
+            char *s = tl_xmalloc(n + 2);
+            s[0] = '-';
+            memcpy(s + 1, argv[i], n + 1);
+            argv[i] = s;
+        }
     }
 }
 
@@ -402,6 +421,7 @@ CgTarget driver_target(const DriverOpts *o)
     t.verbose = o->verbose;
     t.debug = o->debug;
     t.fast_math = o->fast_math;
+    t.keep_llvm = o->save_temps;
     return t;
 }
 

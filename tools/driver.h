@@ -33,6 +33,7 @@ typedef struct DriverOpts {
     bool debug;                 /* -g: keep assert checks in device code */
     bool lineinfo;              /* .loc line information (default on; --no-lineinfo) */
     bool fast_math;             /* --fast-math: hardware approximations for math and f32 division */
+    bool save_temps;            /* --save-temps: code generation keeps the LLVM IR too (CgTarget.keep_llvm) */
     uint32_t remarks;           /* --remarks: bit k set prints remarks of kind k (common/remarks.def) */
 } DriverOpts;
 
@@ -42,6 +43,8 @@ enum {
     OPT_ARCH, OPT_LINEINFO, OPT_NO_LINEINFO, OPT_FAST_MATH, OPT_REMARKS,
     /* tilec FILE --emit=header */
     OPT_EMBED, OPT_CUBIN_PATH, OPT_MODULE_NAME,
+    /* tilec FILE */
+    OPT_LIST_KERNELS, OPT_SAVE_TEMPS,
     /* tilec run, tilec bench */
     OPT_INTERP, OPT_DEVICE, OPT_OUT, OPT_GRID, OPT_SEED, OPT_CHECK, OPT_POISON, OPT_ZERO, OPT_RTOL, OPT_ATOL,
     /* tilec bench */
@@ -64,7 +67,8 @@ int driver_common_opt(DriverOpts *o, int c, const char *arg);
         {"fast-math", no_argument, NULL, OPT_FAST_MATH}, {"remarks", required_argument, NULL, OPT_REMARKS}
 /* The short options driver_common_opt handles (-D, -v, -O, -g). */
 #define DRIVER_COMMON_SHORTOPTS "D:vO::g"
-/* nvcc's spelling -lineinfo becomes --lineinfo (getopt_long reads only "--" long options). */
+/* nvcc's spellings -lineinfo, -use_fast_math, -arch=ARCH and -arch ARCH become
+ * --lineinfo, --fast-math and --arch (getopt_long reads only "--" long options). */
 void driver_normalize_argv(int argc, char **argv);
 /* Reports a usage error ("tilec: error: ..." and a hint to run --help); returns 2. */
 int driver_usage_error(const char *cmd, const char *fmt, ...) TL_PRINTF(2, 3);

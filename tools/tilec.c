@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../codegen/meta_emit.h"
 #include "../passes/pass.h"
 #include "header.h"
 #include "run.h"
@@ -32,9 +33,9 @@
 #endif
 
 /* ORDER: emit_names follows this enum. */
-typedef enum { EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LLVM, EMIT_PTX, EMIT_CUBIN, EMIT_HEADER } Emit;
+typedef enum { EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LLVM, EMIT_PTX, EMIT_CUBIN, EMIT_HEADER, EMIT_META } Emit;
 
-static const char *const emit_names[] = {"tokens", "ast", "ir", "llvm", "ptx", "cubin", "header"};
+static const char *const emit_names[] = {"tokens", "ast", "ir", "llvm", "ptx", "cubin", "header", "meta"};
 
 /* What `tilec FILE` alone takes besides DriverOpts. */
 typedef struct CompileOpts {
@@ -43,6 +44,7 @@ typedef struct CompileOpts {
     bool embed;                 /* --embed: the cubin inside the header */
     const char *cubin_path;     /* --cubin-path: where the header's loader looks (no --embed) */
     const char *module_name;    /* --module-name: the prefix of the header's module functions */
+    bool list_kernels;          /* --list-kernels: the kernels of FILE, one a line, instead of compiling */
 } CompileOpts;
 
 static const char usage_text[] =
@@ -57,7 +59,7 @@ static const char usage_text[] =
     "  -o FILE                  write the output to FILE ('-': standard output).  Without -o, text\n"
     "                           (tokens, ast, ir, llvm, ptx, header) goes to standard output and a\n"
     "                           cubin to STEM.cubin in the current folder (STEM: FILE without .tile)\n"
-    "  --emit=tokens|ast|ir|llvm|ptx|cubin|header\n"
+    "  --emit=tokens|ast|ir|llvm|ptx|cubin|header|meta\n"
     "                           what to write (default: ir):\n"
     "                             tokens, ast   the lexer's tokens, the syntax tree (.tile only)\n"
     "                             ir            tile IR after the passes\n"
@@ -66,8 +68,16 @@ static const char usage_text[] =
     "                             cubin         an ELF cubin for --arch, through nvJitLink\n"
     "                             header        a C header with one typed launch function per\n"
     "                                           kernel (see 'C header' below)\n"
+    "                             meta          JSON: each kernel's parameters, specialization,\n"
+    "                                           grid clause, threads, shared memory, registers and\n"
+    "                                           spills (compiled to a cubin for --arch)\n"
+    "  --list-kernels           print the kernels of FILE, one a line (.tile: source names; .tir:\n"
+    "                           specialization symbols), and compile nothing\n"
+    "  --save-temps             also write the IR the backend lowers (after the backend passes), the\n"
+    "                           LLVM IR, the PTX and the cubin of this compilation as STEM.tir,\n"
+    "                           STEM.ll, STEM.ptx and STEM.cubin in the current folder\n"
     "  --arch=sm_80|sm_86|sm_89|sm_90|sm_90a\n"
-    "                           the GPU to compile for (default: sm_90a)\n"
+    "                           the GPU to compile for (default: sm_90a); also nvcc's -arch=ARCH\n"
     "  -O0, -O1, -O2, -O3       optimization level (default -O3).  -O0: no IR passes, LLVM and\n"
     "                           ptxas at -O0; -O1..-O3: the IR pipeline, LLVM and ptxas at that\n"
     "                           level; -O is -O3.  A .tir runs the IR passes only when -O1..-O3 is\n"
@@ -77,7 +87,8 @@ static const char usage_text[] =
     "  -lineinfo, --lineinfo    line information (.loc) naming .tile lines, for ncu and\n"
     "                           compute-sanitizer (default: on)\n"
     "  --no-lineinfo            leave line information out\n"
-    "  --fast-math              exp, exp2, log, log2, rsqrt, sigmoid, tanh and f32 division through\n"
+    "  --fast-math, -use_fast_math\n"
+    "                           exp, exp2, log, log2, rsqrt, sigmoid, tanh and f32 division through\n"
     "                           the GPU's approximate instructions (bounds in lang/REFERENCE.md)\n"
     "  --kernel NAME            compile only kernel NAME (in a .tir also a specialization symbol)\n"
     "  -D NAME=VALUE            set a compile-time parameter (-D BLOCK=256, -DT=f16); repeatable\n"
@@ -93,7 +104,7 @@ static const char usage_text[] =
     "                           on stderr (see 'Remarks' below)\n"
     "  -v                       print each stage and the time it took to stderr; with\n"
     "                           --emit=cubin or --embed, also ptxas's report per kernel\n"
-    "                           (registers, shared memory, spills)\n"
+    "                           (registers, barriers, stack frame, spills)\n"
     "  --version                print the version of tilec and of the LLVM it is built for\n"
     "  -h, --help               print this help\n"
     "\n"
@@ -193,6 +204,117 @@ static bool emit_header(const DriverOpts *o, const CompileOpts *co, Source *s, I
     return ok;
 }
 
+/* --list-kernels: .tile source names (from the syntax tree: no kernel is
+ * specialized), .tir symbols. */
+static bool list_kernels(Source *s, StrBuf *out)
+{
+    if (s->is_tir) {
+        IrModule *m = ir_parse(s->path, s->text, s->len, &s->diag);
+        if (!m) return false;
+        bool ok = s->diag.nerrors == 0;
+        for (uint32_t i = 0; ok && i < m->nfuncs; i++) sb_printf(out, "%s\n", m->funcs[i]->name);
+        ir_module_free(m);
+        return ok;
+    }
+    Ast *ast = ast_parse(s->path, s->text, s->len, &s->diag);
+    bool ok = ast && s->diag.nerrors == 0;
+    for (uint32_t i = 0; ok && i < ast->ndecls; i++)
+        if (ast->decls[i]->kind == AST_KERNEL) sb_printf(out, "%s\n", ast->decls[i]->name);
+    if (ast) ast_free(ast);
+    return ok;
+}
+
+static void json_str(StrBuf *b, const char *s)
+{
+    sb_putc(b, '"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') sb_printf(b, "\\%c", ch);
+        else if (ch < 0x20) sb_printf(b, "\\u%04x", ch);
+        else sb_putc(b, (char)ch);
+    }
+    sb_putc(b, '"');
+}
+
+/* --emit=meta: what a launcher or a build system needs to know of each
+ * kernel, after compiling the module to a cubin (r). */
+static void emit_meta(const DriverOpts *o, const IrModule *m, const CgResult *r, StrBuf *b)
+{
+    sb_puts(b, "{\n  \"source\": ");
+    json_str(b, o->input);
+    sb_puts(b, ",\n  \"arch\": ");
+    json_str(b, o->arch);
+    sb_printf(b, ",\n  \"tilec\": \"%s\",\n  \"kernels\": [", TILEC_VERSION);
+    for (uint32_t i = 0; i < m->nfuncs; i++) {
+        const IrFunc *f = m->funcs[i];
+        sb_puts(b, i ? ",\n    {\"name\": " : "\n    {\"name\": ");
+        json_str(b, f->source_name);
+        sb_puts(b, ", \"symbol\": ");
+        json_str(b, f->name);
+        sb_puts(b, ",\n     \"params\": [");
+        for (uint32_t k = 0; k < f->nparams; k++) {
+            StrBuf t = {0};
+            ir_ty_print(&t, f->params[k].ty);
+            sb_puts(b, k ? ", {\"name\": " : "{\"name\": ");
+            json_str(b, f->params[k].name);
+            sb_puts(b, ", \"type\": ");
+            json_str(b, t.s);
+            sb_putc(b, '}');
+            sb_free(&t);
+        }
+        sb_puts(b, "],\n     \"specialization\": {");
+        for (uint32_t k = 0; k < f->nspecs; k++) {
+            if (k) sb_puts(b, ", ");
+            json_str(b, f->specs[k].name);
+            sb_puts(b, ": ");
+            json_str(b, f->specs[k].value);
+        }
+        const CgKernelFacts *kf = &r->facts[i];
+        sb_printf(b, "},\n     \"grid\": %s, \"warps\": %d, \"threads\": %d,\n", f->grid ? "true" : "false",
+                  kf->warps, 32 * kf->warps);
+        sb_printf(b, "     \"shared_memory\": {\"static\": %u, \"dynamic\": %u}", kf->smem_static, kf->smem_dynamic);
+        int regs, st, ld;
+        if (cg_ptxas_usage(r->info.s, f->name, &regs, &st, &ld))
+            sb_printf(b, ",\n     \"registers\": %d, \"spill_stores\": %d, \"spill_loads\": %d", regs, st, ld);
+        sb_putc(b, '}');
+    }
+    sb_puts(b, "\n  ]\n}\n");
+}
+
+/* STEM.ext in the current folder (as gcc's -save-temps and nvcc's --keep). */
+static char *temp_path(const DriverOpts *o, const char *ext)
+{
+    char *stem = input_stem(o->input);
+    size_t n = strlen(stem) + strlen(ext) + 1;
+    char *path = tl_xmalloc(n);
+    snprintf(path, n, "%s%s", stem, ext);
+    free(stem);
+    return path;
+}
+
+/* --save-temps: the stages of this compilation side by side. */
+static bool save_temps(const DriverOpts *o, Source *s, const IrModule *m, const CgResult *r)
+{
+    StrBuf ir = {0};
+    ir_print_module(&ir, m);
+    const struct {
+        const char *ext;
+        const void *data;
+        size_t len;
+    } temps[] = {
+        {".tir", ir.s, ir.len}, {".ll", r->llvm.s, r->llvm.len}, {".ptx", r->ptx.s, r->ptx.len},
+        {".cubin", r->cubin, r->cubin_len},
+    };
+    bool ok = true;
+    for (size_t i = 0; ok && i < TL_COUNTOF(temps); i++) {
+        char *path = temp_path(o, temps[i].ext);
+        ok = write_bytes(path, temps[i].data, temps[i].len, &s->diag);
+        free(path);
+    }
+    sb_free(&ir);
+    return ok;
+}
+
 static int compile(const DriverOpts *o, const CompileOpts *co)
 {
     Source s;
@@ -207,6 +329,10 @@ static int compile(const DriverOpts *o, const CompileOpts *co)
     IrModule *m = NULL;
     bool ok = false;
     double t = now();
+    if (co->list_kernels) {
+        ok = list_kernels(&s, &out);
+        goto write;
+    }
     switch (co->emit) {
     case EMIT_TOKENS:
         ok = ast_dump_tokens(&out, s.path, s.text, s.len, &s.diag) && s.diag.nerrors == 0;
@@ -221,21 +347,29 @@ static int compile(const DriverOpts *o, const CompileOpts *co)
         break;
     }
     case EMIT_IR:
-        ok = driver_compile(&s, o, &m, DRIVER_IR, NULL);
-        if (ok) ir_print_module(&out, m);
-        break;
     case EMIT_LLVM:
     case EMIT_PTX:
-    case EMIT_CUBIN: {
-        DriverStage upto = co->emit == EMIT_LLVM ? DRIVER_LLVM : co->emit == EMIT_PTX ? DRIVER_PTX : DRIVER_CUBIN;
-        ok = driver_compile(&s, o, &m, upto, &r);
-        if (ok && upto == DRIVER_CUBIN) {
+    case EMIT_CUBIN:
+    case EMIT_META: {
+        /* --save-temps takes every compilation to a cubin */
+        DriverStage upto = o->save_temps || co->emit == EMIT_CUBIN || co->emit == EMIT_META ? DRIVER_CUBIN
+                           : co->emit == EMIT_LLVM                                         ? DRIVER_LLVM
+                           : co->emit == EMIT_PTX                                          ? DRIVER_PTX
+                                                                                           : DRIVER_IR;
+        ok = driver_compile(&s, o, &m, DRIVER_IR, NULL);
+        if (ok && co->emit == EMIT_IR) ir_print_module(&out, m);
+        if (ok && upto != DRIVER_IR) ok = driver_compile(&s, o, &m, upto, &r);
+        if (ok && o->save_temps) ok = save_temps(o, &s, m, &r);
+        if (!ok) break;
+        if (co->emit == EMIT_CUBIN) {
             bytes = r.cubin;
             nbytes = r.cubin_len;
-        } else if (ok) {
-            const StrBuf *text = upto == DRIVER_LLVM ? &r.llvm : &r.ptx;
+        } else if (co->emit == EMIT_LLVM || co->emit == EMIT_PTX) {
+            const StrBuf *text = co->emit == EMIT_LLVM ? &r.llvm : &r.ptx;
             bytes = text->s;
             nbytes = text->len;
+        } else if (co->emit == EMIT_META) {
+            emit_meta(o, m, &r, &out);
         }
         break;
     }
@@ -243,13 +377,14 @@ static int compile(const DriverOpts *o, const CompileOpts *co)
         ok = driver_compile(&s, o, &m, DRIVER_IR, NULL) && emit_header(o, co, &s, m, &out);
         break;
     }
+write:
     if (ok && !bytes) {
         bytes = out.s;
         nbytes = out.len;
     }
     char *default_path = NULL;
     const char *path = co->out_path;
-    if (ok && co->emit == EMIT_CUBIN && !path) {
+    if (ok && co->emit == EMIT_CUBIN && !co->list_kernels && !path) {
         char *stem = input_stem(o->input);
         size_t n = strlen(stem) + sizeof ".cubin";
         default_path = tl_xmalloc(n);
@@ -286,7 +421,7 @@ static bool parse_emit(const char *arg, Emit *emit)
             *emit = (Emit)i;
             return true;
         }
-    driver_usage_error("tilec", "--emit wants tokens, ast, ir, llvm, ptx, cubin or header, not '%s'", arg);
+    driver_usage_error("tilec", "--emit wants tokens, ast, ir, llvm, ptx, cubin, header or meta, not '%s'", arg);
     return false;
 }
 
@@ -308,6 +443,10 @@ static int check_compile_opts(const DriverOpts *o, const CompileOpts *co, int nf
         if (co->cubin_path) return driver_usage_error("tilec", "--cubin-path goes with --emit=header");
         if (co->module_name) return driver_usage_error("tilec", "--module-name goes with --emit=header");
     }
+    if (o->save_temps && (co->emit == EMIT_TOKENS || co->emit == EMIT_AST || co->emit == EMIT_HEADER))
+        return driver_usage_error("tilec", "--save-temps goes with --emit=ir, llvm, ptx, cubin or meta");
+    if (co->list_kernels && o->save_temps)
+        return driver_usage_error("tilec", "--list-kernels compiles nothing: no --save-temps with it");
     if (co->embed && co->cubin_path)
         return driver_usage_error("tilec", "--cubin-path and --embed exclude each other (an embedded cubin is "
                                   "loaded from memory)");
@@ -329,6 +468,8 @@ int main(int argc, char **argv)
         {"embed", no_argument, NULL, OPT_EMBED},
         {"cubin-path", required_argument, NULL, OPT_CUBIN_PATH},
         {"module-name", required_argument, NULL, OPT_MODULE_NAME},
+        {"list-kernels", no_argument, NULL, OPT_LIST_KERNELS},
+        {"save-temps", no_argument, NULL, OPT_SAVE_TEMPS},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
@@ -354,6 +495,8 @@ int main(int argc, char **argv)
             co.cubin_path = optarg;
             break;
         case OPT_MODULE_NAME: co.module_name = optarg; break;
+        case OPT_LIST_KERNELS: co.list_kernels = true; break;
+        case OPT_SAVE_TEMPS: o.save_temps = true; break;
         case OPT_VERSION:
             printf("tilec %s\nbuilt for LLVM %s\n", TILEC_VERSION, TILEC_LLVM_VERSION);
             rc = 0;
