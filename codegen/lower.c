@@ -205,7 +205,16 @@ void cg_value_as(Cg *cg, IrVal v, const Layout *L, LLVMValueRef *out)
         for (uint32_t r = 0; r < n; r++) out[r] = cg_reg(cg, v, r);
         return;
     }
-    if (remat(cg, v, L, out, 0)) return;
+    if (remat(cg, v, L, out, 0)) {
+        if (diag_remark_on(cg->d, DIAG_REMARK_layout)) {
+            StrBuf t = {0};
+            ir_ty_print(&t, ir_vty(cg->f, v));
+            diag_remark(cg->d, DIAG_REMARK_layout, cg->loc,
+                        "layout conversion of %s: recomputed in the new layout, no shared memory", t.s);
+            sb_free(&t);
+        }
+        return;
+    }
     cg_convert_layout(cg, v, L, out);
 }
 
@@ -682,6 +691,7 @@ static uint32_t lower_block(Cg *cg, IrBlk blk)
         IrOp *op = ir_op(cg->f, id);
         if (ir_opinfo[op->opc].flags & IR_TERM) return id;
         set_loc(cg, op->loc);
+        cg->loc = op->loc;
         hooks[op->opc](cg, id, op);
         if (cg->failed) return UINT32_MAX;
     }
@@ -1009,7 +1019,8 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
         }
         add_grid_constants(cg, desc_idx, cg->ntma);
     }
-    int min_ctas = cg_min_ctas(f, cg->warps);
+    CgOccupancy occ;
+    int min_ctas = cg_min_ctas(f, cg->warps, &occ);
     if (min_ctas > 1) add_annotation(cg, "minctasm", min_ctas);
     cg->b = LLVMCreateBuilderInContext(cg->ctx);
     if (t->lineinfo) init_debug(cg, f->mod->file);

@@ -33,6 +33,7 @@ typedef struct Cg {
     IrFunc *f;
     const CgTarget *target;
     Diag *d;
+    SrcLoc loc;                  /* the op being lowered, for remarks */
     Arena *scratch;              /* wiped after the function is lowered */
     LLVMContextRef ctx;
     LLVMModuleRef mod;
@@ -67,8 +68,18 @@ typedef struct Cg {
 
 typedef void (*CgHook)(Cg *cg, uint32_t opid, IrOp *op);
 
-/* occupancy.c: CTAs per SM to ask ptxas for (.minnctapersm; 0 or 1: no hint) */
-int cg_min_ctas(IrFunc *f, int warps);
+/* The occupancy hint of one kernel and the estimate behind it (occupancy.c). */
+typedef struct CgOccupancy {
+    int min_ctas;                 /* CTAs per SM asked of ptxas (.minnctapersm); 0 or 1: no hint */
+    double peak;                  /* estimated registers per thread the tiles need (0: not estimated) */
+    int regs;                     /* the register budget derived from it (0: not estimated) */
+    const char *why;              /* without an estimate: why ("the kernel has a dot", ...) */
+} CgOccupancy;
+
+/* occupancy.c: CTAs per SM to ask ptxas for (.minnctapersm; 0 or 1: no hint),
+ * with the estimate behind it in *occ.  A function of f alone: compile.c
+ * calls it again for the occupancy remark. */
+int cg_min_ctas(IrFunc *f, int warps, CgOccupancy *occ);
 
 /* lower.c */
 LLVMTypeRef cg_elem_type(Cg *cg, IrType t);          /* of one element (pointer tiles: ptr addrspace(1)) */

@@ -296,6 +296,24 @@ static void report_unused(Lower *L, const bool *used, const bool *lowered, uint3
     free((void *)cands);
 }
 
+/* Whether the AST declares kernel `name`; if not, says so and lists those it declares. */
+static bool has_kernel(const Ast *ast, const char *name, Diag *d)
+{
+    uint32_t n = 0, cap = 0;
+    const char **names = NULL;
+    for (uint32_t k = 0; k < ast->ndecls; k++) {
+        if (ast->decls[k]->kind != AST_KERNEL) continue;
+        if (strcmp(ast->decls[k]->name, name) == 0) {
+            free((void *)names);
+            return true;
+        }
+        VEC_PUSH(names, n, cap, ast->decls[k]->name);
+    }
+    diag_unknown_kernel(d, name, names, n);
+    free((void *)names);
+    return false;
+}
+
 IrModule *fe_lower(const Ast *ast, const FeOptions *opts, Diag *d)
 {
     return fe_lower_specs(ast, opts, NULL, 0, d);
@@ -304,6 +322,7 @@ IrModule *fe_lower(const Ast *ast, const FeOptions *opts, Diag *d)
 IrModule *fe_lower_specs(const Ast *ast, const FeOptions *opts, const FeSpecSet *specs, uint32_t nspecs, Diag *d)
 {
     static const FeOptions no_opts = {0};
+    if (opts && opts->kernel && !has_kernel(ast, opts->kernel, d)) return NULL;
     Lower L;
     memset(&L, 0, sizeof L);
     L.d = d;
@@ -354,16 +373,6 @@ IrModule *fe_lower_specs(const Ast *ast, const FeOptions *opts, const FeSpecSet 
             free(defs);
         }
         L.opts = base;
-    }
-    if (L.opts->kernel && !any) {
-        uint32_t n = 0, cap = 0;
-        const char **names = NULL;
-        for (uint32_t k = 0; k < ast->ndecls; k++)
-            if (ast->decls[k]->kind == AST_KERNEL) VEC_PUSH(names, n, cap, ast->decls[k]->name);
-        const char *best = diag_closest(L.opts->kernel, names, n);
-        if (best) diag_error_noloc(d, "no kernel named '%s' (did you mean '%s'?)", L.opts->kernel, best);
-        else diag_error_noloc(d, "no kernel named '%s'", L.opts->kernel);
-        free((void *)names);
     }
     report_unused(&L, used, lowered, 0, NULL);
     free(used);

@@ -114,14 +114,27 @@ static uint32_t reserve(IrFunc *f)
     return most > PIPE_SMEM_LIMIT ? PIPE_SMEM_LIMIT : (uint32_t)most;
 }
 
-/* Pipelines loop `loop` when it can: NULL, or why it does not (the reason a
- * pipeline remark reports). */
-static const char *plan_loop(IrFunc *f, uint32_t loop, Budget *bud)
+/* Pipelines loop `loop` when it can, and says what it did as a pipeline remark:
+ * the stages and loads, or why the loop stays as it is. */
+static void assign(IrFunc *f, uint32_t loop, void *vb)
 {
-    if (!layout_arch_has_wgmma(f->mod->arch)) return "the target has no TMA and wgmma (sm_90a)";
+    Budget *bud = vb;
+    Diag *d = bud->cx->diag;
+    SrcLoc at = f->ops[loop].loc;
+    if (!layout_arch_has_wgmma(f->mod->arch)) {
+        diag_remark(d, DIAG_REMARK_pipeline, at, "loop not pipelined: %s has no TMA and wgmma (sm_90a has)",
+                    f->mod->arch ? f->mod->arch : "no arch named");
+        return;
+    }
     int64_t hint = f->ops[loop].attr.i;
-    if (hint == 1) return "pipeline(1)";
-    if (!positive_const_step(f, loop)) return "the step is not a positive constant";
+    if (hint == 1) {
+        diag_remark(d, DIAG_REMARK_pipeline, at, "loop not pipelined: pipeline(1) asks for one stage");
+        return;
+    }
+    if (!positive_const_step(f, loop)) {
+        diag_remark(d, DIAG_REMARK_pipeline, at, "loop not pipelined: its step is not a positive constant");
+        return;
+    }
     IrBlk body = f->ops[loop].region[0];
     uint8_t *slice = tl_xcalloc(f->nops, 1);
     uint32_t *cand = NULL, ncand = 0, cap = 0, bytes = 0;
@@ -133,12 +146,15 @@ static const char *plan_loop(IrFunc *f, uint32_t loop, Budget *bud)
         bytes += pipe_stage_bytes(ir_vty(f, pipe_load_tile(f, id)));
     }
     free(slice);
-    const char *why = NULL;
-    if (!ncand) {
-        why = "no block load in the body can be pipelined";
-    } else {
+    if (!ncand)
+        diag_remark(d, DIAG_REMARK_pipeline, at,
+                    "loop not pipelined: no block load in its body reads a tensor parameter (a box over its last "
+                    "two dims) without 'other', in a 1- or 2-byte type, only for dots, at offsets from the "
+                    "induction variable");
+    if (ncand) {
         int64_t stages = hint ? hint : PIPE_AUTO_STAGES;
         if (stages > 16) stages = 16;
+        int64_t want = stages;
         uint32_t left = bud->limit > bud->used ? bud->limit - bud->used : 0;
         while (stages >= 2 && (uint64_t)stages * bytes > left) stages--;
         if (stages >= 2) {
@@ -146,17 +162,19 @@ static const char *plan_loop(IrFunc *f, uint32_t loop, Budget *bud)
             f->ops[loop].attr.i = stages;
             bud->used += (uint32_t)stages * bytes;
             bud->cx->changed = true;
+            diag_remark(d, DIAG_REMARK_pipeline, at,
+                        "loop pipelined with %lld stages (%s %lld%s): %u load%s issued %lld iterations ahead, "
+                        "%u bytes of shared memory per stage",
+                        (long long)stages, hint ? "hint" : "default", (long long)want,
+                        stages < want ? ", fewer for the shared-memory budget" : "", ncand, ncand == 1 ? "" : "s",
+                        (long long)stages - 1, bytes);
         } else {
-            why = "two stages of the loads do not fit the shared-memory budget";
+            diag_remark(d, DIAG_REMARK_pipeline, at,
+                        "loop not pipelined: 2 stages of %u bytes do not fit the %u bytes of shared memory left "
+                        "for stage buffers", bytes, left);
         }
     }
     free(cand);
-    return why;
-}
-
-static void assign(IrFunc *f, uint32_t loop, void *vb)
-{
-    (void)plan_loop(f, loop, vb);
 }
 
 void pass_pipeline_latency(IrFunc *f, PassCtx *cx)
