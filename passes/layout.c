@@ -46,7 +46,10 @@ typedef struct LayoutState {
     IrFunc *f;
     int warps;
     uint32_t *parent;   /* per value: layout index the value's layout was sliced from (0: none) */
-    uint8_t *free_;     /* per value: rematerialisable anywhere */
+    uint8_t *loose;     /* per value, while propagating: wants no layout of its own (a free
+                         * value, or one made only of free values and loop arguments whose
+                         * layout is still to be seeded from what the loop yields) */
+    uint8_t *free_;     /* per value: free (ir_free_values), never converted */
 } LayoutState;
 
 static uint32_t intern(IrFunc *f, const Layout *L)
@@ -139,14 +142,14 @@ static bool seed_args(LayoutState *s, const IrVal *args, const IrVal *from, uint
         if (!is_tile(s->f, args[i])) continue;
         const Layout *L = get(s, from[i]);
         if (!L) continue;
-        if (only_free && !s->free_[args[i]]) continue;
+        if (only_free && !s->loose[args[i]]) continue;
         uint32_t li = intern(s->f, L);
         if (s->f->val_layout[args[i]] != li) {
             s->f->val_layout[args[i]] = li;
             s->parent[args[i]] = s->parent[from[i]];
             changed = true;
         }
-        s->free_[args[i]] = 0;
+        s->loose[args[i]] = 0;
     }
     return changed;
 }
@@ -158,7 +161,7 @@ static void copy_facts(LayoutState *s, IrVal to, IrVal from)
     if (!is_tile(s->f, to)) return;
     s->f->val_layout[to] = s->f->val_layout[from];
     s->parent[to] = s->parent[from];
-    s->free_[to] = 0;
+    s->loose[to] = 0;
 }
 
 /* A loop: the carried values args[0..n) enter from inits and come back from
@@ -171,7 +174,7 @@ static void assign_loop(LayoutState *s, IrOp *op, const IrVal *args, const IrVal
         if (!is_tile(f, args[i])) continue;
         f->val_layout[args[i]] = f->val_layout[inits[i]];
         s->parent[args[i]] = s->parent[inits[i]];
-        s->free_[args[i]] = s->free_[inits[i]];
+        s->loose[args[i]] = s->loose[inits[i]];
     }
     IrBlk first = op->region[0], last = op->opc == IR_WHILE ? op->region[1] : op->region[0];
     for (int round = 0; round < 4; round++) {
@@ -199,7 +202,7 @@ static void assign_op(LayoutState *s, IrOp *op)
     case IR_ARANGE:
     case IR_CONST:
         set_default(s, r0);
-        s->free_[r0] = 1;
+        s->loose[r0] = ir_op_free(f, op, s->loose);
         return;
     case IR_REDUCE_SUM: case IR_REDUCE_MAX: case IR_REDUCE_MIN: case IR_ARGMAX: case IR_ARGMIN: {
         IrVal x = ir_opnd(f, op, 0);
@@ -213,11 +216,11 @@ static void assign_op(LayoutState *s, IrOp *op)
     case IR_EXPAND_DIMS: {
         IrVal x = ir_opnd(f, op, 0);
         const Layout *L = get(s, x);
-        if (!L) { set_default(s, r0); s->free_[r0] = s->free_[x]; return; }
+        s->loose[r0] = ir_op_free(f, op, s->loose);
+        if (!L) { set_default(s, r0); return; }
         Layout R = insert_dim(L, (int)op->attr.i);
         set(s, r0, &R);
         s->parent[r0] = s->parent[x];
-        s->free_[r0] = s->free_[x];
         return;
     }
     case IR_RESHAPE: {
@@ -225,14 +228,14 @@ static void assign_op(LayoutState *s, IrOp *op)
          * (flat-index bits) are a layout of the new shape as they are */
         IrVal x = ir_opnd(f, op, 0);
         const Layout *L = get(s, x);
-        if (!L) { set_default(s, r0); s->free_[r0] = s->free_[x]; return; }
+        s->loose[r0] = ir_op_free(f, op, s->loose);
+        if (!L) { set_default(s, r0); return; }
         Layout R = *L;
         IrType rt = ir_vty(f, r0);
         R.rank = rt.rank;
         memset(R.dimbits, 0, sizeof R.dimbits);
         for (int d = 0; d < rt.rank; d++) R.dimbits[d] = (uint8_t)__builtin_ctz((unsigned)rt.dims[d]);
         set(s, r0, &R);
-        s->free_[r0] = s->free_[x];
         return;
     }
     case IR_BROADCAST: {
@@ -246,7 +249,7 @@ static void assign_op(LayoutState *s, IrOp *op)
         } else {
             set_default(s, r0);
         }
-        s->free_[r0] = s->free_[x];
+        s->loose[r0] = ir_op_free(f, op, s->loose);
         return;
     }
     case IR_DOT: {
@@ -309,7 +312,7 @@ static void assign_op(LayoutState *s, IrOp *op)
         for (uint32_t i = 0; i < op->nres; i++) {
             IrVal a = f->opnds[yt->opnd + i], b = f->opnds[ye->opnd + i], r = ir_res(op, i);
             if (!is_tile(f, r)) continue;
-            IrVal pick = s->free_[a] && !s->free_[b] ? b : a;
+            IrVal pick = s->loose[a] && !s->loose[b] ? b : a;
             f->val_layout[r] = f->val_layout[pick];
             s->parent[r] = s->parent[pick];
         }
@@ -345,14 +348,9 @@ static void assign_op(LayoutState *s, IrOp *op)
     if (!r0) return;
     /* elementwise and the rest: the first operand that is a tile and not free */
     IrVal pick = IR_NONE;
-    bool all_free = true;
-    for (uint32_t k = 0; k < op->nopnd; k++) {
+    for (uint32_t k = 0; k < op->nopnd && !pick; k++) {
         IrVal v = ir_opnd(f, op, k);
-        if (!is_tile(f, v)) continue;
-        if (!s->free_[v]) {
-            if (!pick) pick = v;
-            all_free = false;
-        }
+        if (is_tile(f, v) && !s->loose[v]) pick = v;
     }
     if (!pick)
         for (uint32_t k = 0; k < op->nopnd && !pick; k++)
@@ -367,7 +365,7 @@ static void assign_op(LayoutState *s, IrOp *op)
         for (uint32_t i = 0; i < op->nres; i++)
             if (is_tile(f, ir_res(op, i))) f->val_layout[ir_res(op, i)] = li;
         s->parent[r0] = s->parent[pick];
-        s->free_[r0] = (info->flags & IR_PURE) && all_free;
+        s->loose[r0] = ir_op_free(f, op, s->loose);
         return;
     }
     for (uint32_t i = 0; i < op->nres; i++) set_default(s, ir_res(op, i));
@@ -530,12 +528,14 @@ static void insert_conversions(LayoutState *s, IrBlk b, ConvCache *cache)
 void pass_layout(IrFunc *f, PassCtx *cx)
 {
     if (!f->warps) f->warps = choose_warps(f);
-    LayoutState s = {f, f->warps, NULL, NULL};
+    LayoutState s = {f, f->warps, NULL, NULL, NULL};
     ir_func_reset_layouts(f);
     f->nlayouts = 0;
     s.parent = tl_xcalloc(f->nvals, sizeof(uint32_t));
-    s.free_ = tl_xcalloc(f->nvals, 1);
+    s.loose = tl_xcalloc(f->nvals, 1);
     assign_block(&s, f->body);
+    s.free_ = tl_xcalloc(f->nvals, 1);
+    ir_free_values(f, s.free_);
     ConvCache cache = {0};
     insert_conversions(&s, f->body, &cache);
     free(cache.e);
@@ -548,6 +548,7 @@ void pass_layout(IrFunc *f, PassCtx *cx)
     }
     free(uses);
     free(s.parent);
+    free(s.loose);
     free(s.free_);
     cx->changed = true;
 }
