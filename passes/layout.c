@@ -9,8 +9,9 @@
  *      the pipeline made asynchronous, in the layout that load had) and
  *      pointer tiles built from arange/splat take the default blocked layout
  *      (16-byte vectors along the last dim; a pointer tile's vectors are 16
- *      bytes of its pointees, not of pointers); DOT results take the wgmma
- *      (sm_90a) or mma.sync accumulator layout where the shape allows, and a
+ *      bytes of its pointees, not of pointers); DOT results take the
+ *      accumulator layout of their plan (layout_dot_plan: wgmma on sm_90a,
+ *      mma.sync, or FMA, which codegen follows), and a
  *      DOT_WAIT's result the layout of the accumulator it completes (the same
  *      registers); a reduction's result is the slice of its operand's layout
  *      (no data moves).
@@ -253,35 +254,25 @@ static void assign_op(LayoutState *s, IrOp *op)
         return;
     }
     case IR_DOT: {
-        IrType t = ir_vty(f, r0);
-        /* sm_90a: the wgmma accumulator, which codegen (lower_dot.c) checks
-         * for with the same layout_wgmma_shape before issuing wgmma */
-        WgmmaShape w;
-        if (f->mod && layout_arch_has_wgmma(f->mod->arch) &&
-            layout_wgmma_shape(ir_vty(f, ir_opnd(f, op, 0)), ir_vty(f, ir_opnd(f, op, 1)), s->warps, &w)) {
-            Layout L = layout_wgmma_acc(t, w.wgm, w.wgn, w.instr_n);
-            set(s, r0, &L);
-            /* an operand transposed on the way in (B given as [N, K]) keeps
-             * its source's threads: codegen then renames registers instead of
-             * moving the tile, and stores it K-major for wgmma (users that
-             * wanted the old layout get a conversion in step 4) */
-            for (uint32_t k = 0; k < 2; k++) {
-                uint32_t d = ir_def(f, ir_opnd(f, op, k));
-                if (d == UINT32_MAX || ir_op(f, d)->opc != IR_TRANS) continue;
-                IrOp *tr = ir_op(f, d);
-                const Layout *X = get(s, ir_opnd(f, tr, 0));
-                if (!X) continue;
-                Layout T = layout_transpose(X, tr->attr.shape);
-                set(s, ir_res(tr, 0), &T);
-            }
-            return;
-        }
-        int wm = s->warps >= 4 ? s->warps / 2 : s->warps, wn = s->warps / wm;
-        if (t.dims[0] % (16 * wm) == 0 && t.dims[1] % (8 * wn) == 0) {
-            Layout L = layout_mma_acc(t, wm, wn);
-            set(s, r0, &L);
-        } else {
-            set_default(s, r0);
+        /* the accumulator layout of the instruction the DOT plan picks, the
+         * same plan codegen (lower_dot.c) follows */
+        DotPlan plan;
+        layout_dot_plan(ir_vty(f, ir_opnd(f, op, 0)), ir_vty(f, ir_opnd(f, op, 1)), ir_vty(f, r0), s->warps,
+                        f->mod ? f->mod->arch : NULL, &plan);
+        set(s, r0, &plan.acc);
+        if (plan.instr != LL_DOT_WGMMA) return;
+        /* an operand transposed on the way in (B given as [N, K]) keeps
+         * its source's threads: codegen then renames registers instead of
+         * moving the tile, and stores it K-major for wgmma (users that
+         * wanted the old layout get a conversion in step 4) */
+        for (uint32_t k = 0; k < 2; k++) {
+            uint32_t d = ir_def(f, ir_opnd(f, op, k));
+            if (d == UINT32_MAX || ir_op(f, d)->opc != IR_TRANS) continue;
+            IrOp *tr = ir_op(f, d);
+            const Layout *X = get(s, ir_opnd(f, tr, 0));
+            if (!X) continue;
+            Layout T = layout_transpose(X, tr->attr.shape);
+            set(s, ir_res(tr, 0), &T);
         }
         return;
     }
