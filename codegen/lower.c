@@ -711,7 +711,7 @@ void cg_lower_NUM_SMS(Cg *cg, uint32_t opid, IrOp *op)
 /* ---- structured control flow ------------------------------------------------ */
 
 static const CgHook hooks[IR_NUM_OPS] = {
-#define OP(id, name, mino, maxo, nres, nreg, flags) [IR_##id] = cg_lower_##id,
+#define OP(id, name, mino, maxo, nres, nreg, flags, layout) [IR_##id] = cg_lower_##id,
 #include "../ir/ops.def"
 #undef OP
 };

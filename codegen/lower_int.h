@@ -271,7 +271,7 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
                    CgKernelFacts *facts, Diag *d);
 
 /* Hooks, one per opcode (defined across lower_*.c). */
-#define OP(id, name, mino, maxo, nres, nreg, flags) void cg_lower_##id(Cg *cg, uint32_t opid, IrOp *op);
+#define OP(id, name, mino, maxo, nres, nreg, flags, layout) void cg_lower_##id(Cg *cg, uint32_t opid, IrOp *op);
 #include "../ir/ops.def"
 #undef OP
 

@@ -33,7 +33,7 @@ bool dt_from_name(const char *s, size_t n, DType *out)
 }
 
 const IrOpInfo ir_opinfo[IR_NUM_OPS] = {
-#define OP(id, name, mino, maxo, nres, nreg, flags) {name, mino, maxo, nres, nreg, flags},
+#define OP(id, name, mino, maxo, nres, nreg, flags, layout) {name, mino, maxo, nres, nreg, flags, IR_LAYOUT_##layout},
 #include "ops.def"
 #undef OP
 };

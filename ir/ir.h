@@ -72,7 +72,7 @@ void ir_ty_print(StrBuf *b, IrType t);
 
 /* ---- ops -------------------------------------------------------------- */
 typedef enum IrOpcode {
-#define OP(id, name, mino, maxo, nres, nreg, flags) IR_##id,
+#define OP(id, name, mino, maxo, nres, nreg, flags, layout) IR_##id,
 #include "ops.def"
 #undef OP
     IR_NUM_OPS
@@ -80,12 +80,18 @@ typedef enum IrOpcode {
 
 enum { IR_PURE = 1, IR_ELEM = 2, IR_COMM = 4, IR_TERM = 8, IR_MEM = 16, IR_CF = 32, IR_REMAT = 64 };
 
+/* How the layout pass lays out an op's results (the layout column of ops.def). */
+typedef enum IrLayoutRule {
+    IR_LAYOUT_NONE, IR_LAYOUT_ELEM, IR_LAYOUT_ANCHOR, IR_LAYOUT_SLICE, IR_LAYOUT_LIKE0, IR_LAYOUT_CUSTOM
+} IrLayoutRule;
+
 typedef struct IrOpInfo {
     const char *name;
     int8_t min_opnd, max_opnd; /* max -1: any */
     int8_t nres;               /* -1: any */
     uint8_t nregion;
     uint16_t flags;
+    uint8_t layout;            /* IrLayoutRule */
 } IrOpInfo;
 extern const IrOpInfo ir_opinfo[IR_NUM_OPS];
 bool ir_opcode_from_name(const char *s, size_t n, IrOpcode *out);

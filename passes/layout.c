@@ -3,6 +3,9 @@
  * Gives every tile value of rank >= 1 a distributed layout (ir/layout.h) in
  * f->layouts / f->val_layout.  Scalars, views and shared-memory buffers
  * (smem<T>[S, ...]: they live in shared memory, not in threads) get none.
+ * Each op's rule is the layout column of ir/ops.def (ELEM, ANCHOR, SLICE,
+ * LIKE0, NONE); only the CUSTOM ops (shape ops, DOT, control flow) have code
+ * of their own here (assign_custom).  Free values are ir_free_values'.
  * Algorithm:
  *   1. Anchors.  Ops whose layout is dictated by what they do: block loads
  *      and stores, reads of a shared-memory stage (smem_read: the block load
@@ -193,27 +196,12 @@ static void assign_loop(LayoutState *s, IrOp *op, const IrVal *args, const IrVal
     }
 }
 
-static void assign_op(LayoutState *s, IrOp *op)
+/* The ops whose layout rule (ops.def) is CUSTOM. */
+static void assign_custom(LayoutState *s, IrOp *op)
 {
     IrFunc *f = s->f;
     IrVal r0 = op->nres ? ir_res(op, 0) : IR_NONE;
-    const IrOpInfo *info = &ir_opinfo[op->opc];
     switch ((IrOpcode)op->opc) {
-    case IR_SPLAT:
-    case IR_ARANGE:
-    case IR_CONST:
-        set_default(s, r0);
-        s->loose[r0] = ir_op_free(f, op, s->loose);
-        return;
-    case IR_REDUCE_SUM: case IR_REDUCE_MAX: case IR_REDUCE_MIN: case IR_ARGMAX: case IR_ARGMIN: {
-        IrVal x = ir_opnd(f, op, 0);
-        const Layout *L = get(s, x);
-        if (!is_tile(f, r0) || !L) return;
-        Layout S = layout_slice(L, (int)op->attr.i);
-        set(s, r0, &S);
-        s->parent[r0] = f->val_layout[x];
-        return;
-    }
     case IR_EXPAND_DIMS: {
         IrVal x = ir_opnd(f, op, 0);
         const Layout *L = get(s, x);
@@ -309,35 +297,59 @@ static void assign_op(LayoutState *s, IrOp *op)
         }
         return;
     }
-    case IR_SMEM_READ:
-        set_default(s, r0);
-        return;
-    case IR_DOT_WAIT: {
-        /* the accumulator's registers, once its asynchronous dots are done:
-         * a loop-carried accumulator keeps the DOT's layout through the loop
-         * and after it, with no conversion */
-        if (!is_tile(f, r0)) return;
-        IrVal x = ir_opnd(f, op, 0);
-        f->val_layout[r0] = f->val_layout[x];
-        s->parent[r0] = s->parent[x];
-        return;
-    }
-    case IR_ATOMIC_ADD: case IR_ATOMIC_MAX: case IR_ATOMIC_MIN: case IR_ATOMIC_CAS: {
-        /* one lane per pointer: the result takes the pointers' layout */
-        const Layout *P = get(s, ir_opnd(f, op, 0));
-        if (P && shape_matches(P, ir_vty(f, r0))) set(s, r0, P);
-        else set_default(s, r0);
-        return;
-    }
-    case IR_TOPK:
-        set_default(s, ir_res(op, 0));
-        set_default(s, ir_res(op, 1));
-        return;
     default:
+        tl_fatal("layout", "%s has the CUSTOM layout rule in ops.def but no code here", ir_opinfo[op->opc].name);
+    }
+}
+
+/* An op's results by its layout rule (ops.def). */
+static void assign_op(LayoutState *s, IrOp *op)
+{
+    IrFunc *f = s->f;
+    IrVal r0 = op->nres ? ir_res(op, 0) : IR_NONE;
+    switch ((IrLayoutRule)ir_opinfo[op->opc].layout) {
+    case IR_LAYOUT_NONE:
+        for (uint32_t i = 0; i < op->nres; i++)
+            if (is_tile(f, ir_res(op, i)))
+                tl_fatal("layout", "%s has a tile result but the NONE layout rule in ops.def", ir_opinfo[op->opc].name);
+        return;
+    case IR_LAYOUT_ANCHOR:
+        for (uint32_t i = 0; i < op->nres; i++) set_default(s, ir_res(op, i));
+        if (r0) s->loose[r0] = ir_op_free(f, op, s->loose);
+        return;
+    case IR_LAYOUT_SLICE: {
+        /* a reduction: no data moves, the result is the operand's layout without the axis */
+        IrVal x = ir_opnd(f, op, 0);
+        const Layout *L = get(s, x);
+        if (!is_tile(f, r0) || !L) return;
+        Layout S = layout_slice(L, (int)op->attr.i);
+        set(s, r0, &S);
+        s->parent[r0] = f->val_layout[x];
+        return;
+    }
+    case IR_LAYOUT_LIKE0: {
+        /* atomics: one lane per pointer; dot_wait: the accumulator's registers, once its
+         * asynchronous dots are done (a loop-carried accumulator keeps the DOT's layout
+         * through the loop and after it, with no conversion) */
+        IrVal x = ir_opnd(f, op, 0);
+        const Layout *P = get(s, x);
+        if (!is_tile(f, r0)) return;
+        if (P && shape_matches(P, ir_vty(f, r0))) {
+            f->val_layout[r0] = f->val_layout[x];
+            s->parent[r0] = s->parent[x];
+        } else {
+            set_default(s, r0);
+        }
+        return;
+    }
+    case IR_LAYOUT_CUSTOM:
+        assign_custom(s, op);
+        return;
+    case IR_LAYOUT_ELEM:
         break;
     }
     if (!r0) return;
-    /* elementwise and the rest: the first operand that is a tile and not free */
+    /* elementwise: the first operand that is a tile and not free */
     IrVal pick = IR_NONE;
     for (uint32_t k = 0; k < op->nopnd && !pick; k++) {
         IrVal v = ir_opnd(f, op, k);
@@ -348,10 +360,7 @@ static void assign_op(LayoutState *s, IrOp *op)
             if (is_tile(f, ir_opnd(f, op, k))) pick = ir_opnd(f, op, k);
     IrType rt = ir_vty(f, r0);
     const Layout *L = pick ? get(s, pick) : NULL;
-    bool elem = (info->flags & IR_ELEM) || op->opc == IR_LOAD || op->opc == IR_CUMSUM || op->opc == IR_SORT ||
-                op->opc == IR_ATOMIC_ADD || op->opc == IR_ATOMIC_MAX || op->opc == IR_ATOMIC_MIN ||
-                op->opc == IR_ATOMIC_CAS;
-    if (elem && L && shape_matches(L, rt)) {
+    if (L && shape_matches(L, rt)) {
         uint32_t li = intern(f, L);
         for (uint32_t i = 0; i < op->nres; i++)
             if (is_tile(f, ir_res(op, i))) f->val_layout[ir_res(op, i)] = li;
