@@ -266,6 +266,156 @@ def attention():
               2e-2, 2e-2)
 
 
+def run_fail(src, kernel, args, defines=()):
+    """Runs the kernel expecting an error; returns its stderr (checked by the caller)."""
+    checked.add((src, kernel))
+    cmd = [TILEC, "run", os.path.join(STDLIB, src), "--kernel", kernel]
+    for d in defines:
+        cmd += ["-D", d]
+    r = subprocess.run(cmd + ["--interp"] + args, capture_output=True, text=True)
+    return r.returncode, r.stderr
+
+
+def decode_ref(Q, Kc, Vc, bt, lens, B, Sq, Hq, Hkv, D, PAGE, maxp, sc, ks, vs):
+    """paged_attn_decode's O [B, Sq, Hq, D] and LSE [B, Sq, Hq] in float64 (query t of sequence b
+    at position L - Sq + t sees keys j <= L - Sq + t)."""
+    O, L = [], []
+    G = Hq // Hkv
+    for b in range(B):
+        n = lens[b]
+        for t in range(Sq):
+            for h in range(Hq):
+                hk = h // G
+                q = ((b * Sq + t) * Hq + h) * D
+                rows = [((bt[b * maxp + j // PAGE] * PAGE + j % PAGE) * Hkv + hk) * D for j in range(n)
+                        if j <= n - Sq + t]
+                if not rows:
+                    O += [0.0] * D
+                    L.append(-math.inf)
+                    continue
+                s = [sc * ks * sum(Q[q + e] * Kc[r + e] for e in range(D)) for r in rows]
+                m = max(s)
+                p = [math.exp(x - m) for x in s]
+                O += [vs * sum(p[j] * Vc[rows[j] + e] for j in range(len(p))) / sum(p) for e in range(D)]
+                L.append(m + math.log(sum(p)))
+    return O, L
+
+
+def decode():
+    """paged_attn_decode (+ combine) against float64 at every page size, D, GQA ratio (MHA, GQA,
+    MQA), Sq > 1 (causal among the new tokens), lengths 0, 1, PAGE - 1, PAGE + 1 and longer, on
+    shuffled block tables whose sequences share pages (prefix caching), the split forced off and
+    on (several splits, some empty) and automatic, LSE given or empty, bf16, f16 and an FP8 e4m3
+    cache with scales; the contracts; kv_cache_append into bf16 and FP8 caches."""
+    rng = random.Random(11)
+    tol = {"bf16": (2e-2, 2e-2), "f16": (4e-3, 4e-3), "f8e4m3": (2e-2, 2e-2)}
+    cases = (  # T, KV, D, PAGE, B, Sq, Hq, Hkv, splits, lse, k_scale, v_scale
+        ("bf16", "bf16", 64, 16, 4, 1, 8, 2, (0, 3), 1, 1.0, 1.0),
+        ("bf16", "bf16", 64, 32, 3, 1, 4, 4, (0, -1), 0, 1.0, 1.0),
+        ("bf16", "bf16", 64, 64, 3, 1, 8, 1, (0, 2), 1, 1.0, 1.0),
+        ("bf16", "bf16", 64, 16, 3, 3, 8, 2, (0, 4), 1, 1.0, 1.0),
+        ("f16", "f16", 128, 16, 2, 2, 4, 1, (0, 3), 1, 1.0, 1.0),
+        ("bf16", "f8e4m3", 64, 16, 3, 1, 4, 2, (0, 3), 1, 0.5, 0.25),
+        ("bf16", "bf16", 256, 32, 2, 1, 2, 2, (0,), 0, 1.0, 1.0),
+    )
+    for T, KV, D, PAGE, B, Sq, Hq, Hkv, splits, lse, ks, vs in cases:
+        # lengths: 0 or 1, PAGE - 1, PAGE + 1, a longer one; Sq > 1 keeps n >= 1
+        lens = [max(1 if Sq > 1 else 0, x) for x in [1, PAGE - 1, PAGE + 1, 3 * PAGE + 5, 0][:B]]
+        if B >= 3:
+            lens[0] = 0 if Sq == 1 else Sq
+        maxp = max((n + PAGE - 1) // PAGE for n in lens) + 1
+        P = B * maxp - 1
+        pages = list(range(P))
+        rng.shuffle(pages)
+        bt = [pages[(b * maxp + j) % P] for b in range(B) for j in range(maxp)]
+        if B >= 2:
+            bt[1 * maxp] = bt[0]          # sequence 1's first page is sequence 0's (a shared prefix)
+        npy_write(tmpfile("bt.npy"), "<i4", [B, maxp], bt)
+        npy_write(tmpfile("lens.npy"), "<i4", [B], lens)
+        sc = 1 / math.sqrt(D)
+        outs = {}
+        for split in splits:
+            ms = 8
+            args = ["Q=%s[%d,%d,%d,%d]" % (T, B, Sq, Hq, D), "Kc=%s[%d,%d,%d,%d]" % (KV, P, PAGE, Hkv, D),
+                    "Vc=%s[%d,%d,%d,%d]" % (KV, P, PAGE, Hkv, D), "block_table=" + tmpfile("bt.npy"),
+                    "seq_lens=" + tmpfile("lens.npy"), "O=%s[%d,%d,%d,%d]" % (T, B, Sq, Hq, D),
+                    "LSE=f32[%d,%d,%d]" % ((B, Sq, Hq) if lse else (0, 0, 0)),
+                    "Op=f32[%d,%d,%d,%d]" % (B, ms, Sq * Hq, D), "Lp=f32[%d,%d,%d]" % (B, ms, Sq * Hq),
+                    "sm_scale=%r" % sc, "k_scale=%r" % ks, "v_scale=%r" % vs]
+            d = ["T=" + T, "KV=" + KV, "D=%d" % D, "PAGE=%d" % PAGE, "BN=16", "SPLIT=%d" % split]
+            want = ["Q", "Kc", "Vc", "O"] + (["LSE"] if lse else [])
+            r = run("decode.tile", "paged_attn_decode", args, want + ["Op", "Lp"], d)
+            # the combine reads the workspace the first kernel left: handed over through files
+            npy_write(tmpfile("Op_in.npy"), "<f4", [B, ms, Sq * Hq, D], r["Op"])
+            npy_write(tmpfile("Lp_in.npy"), "<f4", [B, ms, Sq * Hq], r["Lp"])
+            r2 = run("decode.tile", "paged_attn_decode_combine",
+                     [a for a in args if not a.startswith(("Op=", "Lp="))] +
+                     ["Op=" + tmpfile("Op_in.npy"), "Lp=" + tmpfile("Lp_in.npy")], ["O"] + (["LSE"] if lse else []), d)
+            # the number of splits, as both grids compute it (the interpreter has 132 SMs)
+            progs = B * Hkv * ((Hq // Hkv * Sq + 15) // 16)
+            auto = min((maxp * PAGE + 63) // 64, (264 + progs - 1) // progs)
+            nsplit = max(1, min(ms, split if split >= 0 else auto))
+            outs[split] = (r, r2, nsplit)
+        for split, (r, r2, nsplit) in outs.items():
+            O, L = decode_ref(r["Q"], r["Kc"], r["Vc"], bt, lens, B, Sq, Hq, Hkv, D, PAGE, maxp, sc, ks, vs)
+            name = "paged_attn_decode T=%s KV=%s D=%d PAGE=%d Hq/Hkv=%d/%d Sq=%d SPLIT=%d" % (
+                T, KV, D, PAGE, Hq, Hkv, Sq, split)
+            name += " (%d splits)" % nsplit
+            got_o = r2["O"] if nsplit > 1 else r["O"]
+            close(name, got_o, O, *tol[KV])
+            if lse:
+                got_l = r2["LSE"] if nsplit > 1 else r["LSE"]
+                close(name + " LSE", [x if x != -math.inf else -1e30 for x in got_l],
+                      [x if x != -math.inf else -1e30 for x in L], 1e-2, 1e-2)
+        if len(outs) == 2:  # the split path against the unsplit one: equal within rounding
+            (ra, _, _), (rb, rb2, nb) = outs[0], outs[splits[1]]
+            close("paged_attn_decode %d splits == no split (D=%d PAGE=%d)" % (nb, D, PAGE),
+                  rb2["O"] if nb > 1 else rb["O"], ra["O"], 8e-3, 8e-3)
+
+    # contracts: shapes that disagree are errors at a requires() clause; a seq_lens entry beyond
+    # the table's capacity or a page outside the cache fails the kernel's assert (NaN on the GPU)
+    B, P, PAGE, D = 2, 6, 16, 64
+    npy_write(tmpfile("bt.npy"), "<i4", [B, 3], [0, 1, 2, 3, 4, 5])
+    base = {"Q": "bf16[2,1,8,64]", "Kc": "bf16[6,16,2,64]", "Vc": "bf16[6,16,2,64]", "block_table": tmpfile("bt.npy"),
+            "seq_lens": tmpfile("lens.npy"), "O": "bf16[2,1,8,64]", "LSE": "f32[0,0,0]", "Op": "f32[0,0,0,0]",
+            "Lp": "f32[0,0,0]", "sm_scale": "0.125", "k_scale": "1.0", "v_scale": "1.0"}
+    for what, lens, change, phrase in (
+            ("GQA mismatch (Hq=8, Hkv=3)", [5, 5], {"Kc": "bf16[6,16,3,64]", "Vc": "bf16[6,16,3,64]"}, "multiple"),
+            ("page size != PAGE", [5, 5], {"Kc": "bf16[6,32,2,64]", "Vc": "bf16[6,32,2,64]"}, "PAGE slots"),
+            ("block_table rows != B", [5, 5], {"Q": "bf16[3,1,8,64]", "O": "bf16[3,1,8,64]"}, "one row per sequence"),
+            ("LSE of another shape", [5, 5], {"LSE": "f32[2,1,4]"}, "LSE must be"),
+            ("seq_lens beyond max_pages * PAGE", [5, 49], {}, "beyond max_pages"),
+            ("a page outside the cache", [5, 40], {"Kc": "bf16[2,16,2,64]", "Vc": "bf16[2,16,2,64]"}, "outside")):
+        npy_write(tmpfile("lens.npy"), "<i4", [B], lens)
+        a = dict(base, **change)
+        rc, err = run_fail("decode.tile", "paged_attn_decode", ["%s=%s" % kv for kv in a.items()], ["D=64"])
+        equal("paged_attn_decode refuses: " + what, rc == 1 and phrase in err, True)
+
+    # kv_cache_append: T tokens into zeroed caches, -1 skipping one; bf16 exactly, FP8 rounded
+    T_, Hkv, P, PAGE = 6, 3, 4, 16
+    slots = [5, -1, 63, 16, 0, 40]
+    npy_write(tmpfile("slots.npy"), "<i8", [T_], slots)
+    for KV, ks, vs in (("bf16", 1.0, 1.0), ("f8e4m3", 0.5, 0.125)):
+        r = run("decode.tile", "kv_cache_append",
+                ["K=bf16[%d,%d,64]" % (T_, Hkv), "V=bf16[%d,%d,64]" % (T_, Hkv), "Kc=%s[%d,%d,%d,64]" % (KV, P, PAGE, Hkv),
+                 "Vc=%s[%d,%d,%d,64]" % (KV, P, PAGE, Hkv), "slot_mapping=" + tmpfile("slots.npy"),
+                 "k_scale=%r" % ks, "v_scale=%r" % vs, "--zero", "Kc,Vc"], ["K", "V", "Kc", "Vc"], ["D=64", "KV=" + KV])
+        for x, c, sc in (("K", "Kc", ks), ("V", "Vc", vs)):
+            want = [0.0] * (P * PAGE * Hkv * 64)
+            for i, sl in enumerate(slots):
+                if sl >= 0:
+                    want[sl * Hkv * 64:(sl + 1) * Hkv * 64] = [v / sc for v in r[x][i * Hkv * 64:(i + 1) * Hkv * 64]]
+            if KV == "bf16":
+                equal("kv_cache_append KV=bf16 %s" % c, r[c], want)
+            else:  # e4m3: 3 mantissa bits, a relative error of at most 2^-4, plus the subnormal step
+                close("kv_cache_append KV=f8e4m3 %s (scale %g)" % (c, sc), r[c], want, 2.0 ** -4, 2.0 ** -10)
+    npy_write(tmpfile("slots.npy"), "<i8", [T_], [5, -1, 64, 16, 0, 40])
+    rc, err = run_fail("decode.tile", "kv_cache_append",
+                       ["K=bf16[6,3,64]", "V=bf16[6,3,64]", "Kc=bf16[4,16,3,64]", "Vc=bf16[4,16,3,64]",
+                        "slot_mapping=" + tmpfile("slots.npy"), "k_scale=1.0", "v_scale=1.0"], ["D=64"])
+    equal("kv_cache_append refuses a slot outside the cache", rc == 1 and "outside the cache" in err, True)
+
+
 def rmsnorm_ref(X, W, M, N, eps):
     ref = []
     for i in range(M):
@@ -556,7 +706,7 @@ if __name__ == "__main__":
     if not os.access(TILEC, os.X_OK):
         sys.exit("check-stdlib.py: %s is not an executable tilec" % TILEC)
     print("check-stdlib.py: stdlib kernels in the interpreter against float64 references")
-    for c in (gemm, fp8_gemm, fp8_quant, attention, norms, softmax, moe, moe_route, moe_align, moe_layer):
+    for c in (gemm, fp8_gemm, fp8_quant, attention, decode, norms, softmax, moe, moe_route, moe_align, moe_layer):
         check(c)
     # every kernel of every stdlib file must have a check here
     for src in sorted(f for f in os.listdir(STDLIB) if f.endswith(".tile")):
