@@ -6,6 +6,7 @@ Each function compiles its kernel from the stdlib's .tile sources (tilec._rt.fin
 the current device, once per process and dtype, and launches it on the given stream.
 """
 import os
+import sys
 
 from . import _args, core
 
@@ -64,11 +65,11 @@ def _gemm_time(kind, m, n, k, bm, bn, eff, s, sms):
     return max(t, ((m + n) * k * esz + m * n * 2) / GEMM_DRAM_BW) + extra, t + extra
 
 
-def gemm_plan(kind, m, n, k, sms=132):
+def gemm_plan(kind, m, n, k, sms=132, max_split=16):
     """The configuration for an M x N x K GEMM of kind "bf16" (gemm / gemm_nt), "fp8" (fp8_gemm) or
     "blockscale" (fp8_gemm_blockscale): a dict with swap (bool), split (S, 1 = none), tiles
     (BM, BN[, BK]) and suffix, the kernel name's ending ("", "_swapab", "_splitk",
-    "_swapab_splitk"); the cheapest under the model above (ties: the one the programs alone finish first, then the
+    "_swapab_splitk"); at most max_split splits; the cheapest under the model above (ties: the one the programs alone finish first, then the
     first in the tables' order).  Swap-AB is a candidate for M <= 64, ahead of the plain tiles."""
     if kind not in GEMM_BK:
         raise ValueError("gemm_plan: kind %r is none of bf16, fp8, blockscale" % (kind,))
@@ -78,7 +79,7 @@ def gemm_plan(kind, m, n, k, sms=132):
     best = None
     for swap, (bm, bn), eff in cands:
         for s in GEMM_SPLITS:
-            if s > 1 and -(-k // GEMM_BK[kind]) < s * GEMM_MIN_STEPS:
+            if s > max_split or (s > 1 and -(-k // GEMM_BK[kind]) < s * GEMM_MIN_STEPS):
                 break
             t = _gemm_time(kind, m, n, k, bm, bn, eff, s, sms)
             if best is None or t < best[0]:
@@ -89,10 +90,23 @@ def gemm_plan(kind, m, n, k, sms=132):
             "suffix": ("_swapab" if swap else "") + ("_splitk" if s > 1 else "")}
 
 
-def gemm(a, b, out=None, stream=None, out_dtype=None):
-    """C = A @ B with stdlib/gemm.tile's `gemm` (f32 accumulation): a [M, K] and b [K, N] of one
+def _f32_empty(like, shape):
+    """An f32 tensor of like's library (torch), or None where this cannot make one."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(like, torch.Tensor):
+        return like.new_empty(shape, dtype=torch.float32)
+    return None
+
+
+def gemm(a, b, out=None, stream=None, out_dtype=None, config="auto"):
+    """C = A @ B with stdlib/gemm.tile's GEMMs (f32 accumulation): a [M, K] and b [K, N] of one
     dtype (bf16, f16), row-major or strided; out [M, N] (default: a.new_empty, torch-like tensors),
-    its dtype out_dtype (default: a's).  Returns out.  Without a GPU: tilec.NoDriverError."""
+    its dtype out_dtype (default: a's).  config "auto": the kernel and tiles gemm_plan picks for
+    this shape on this GPU (swap-AB, split-K: then an f32 workspace [S, M, N] is allocated beside
+    a, torch tensors only, and splitk_reduce sums it); "default": `gemm` with its default tiles.
+    Returns out.  Without a GPU: tilec.NoDriverError."""
+    if config not in ("auto", "default"):
+        raise ValueError("gemm: config must be 'auto' or 'default', not %r" % (config,))
     va, vb = _args.view(a), _args.view(b)
     if len(va.shape) != 2 or len(vb.shape) != 2:
         raise ValueError("gemm: a and b must be 2-D, got shapes %s and %s" % (va.shape, vb.shape))
@@ -108,6 +122,27 @@ def gemm(a, b, out=None, stream=None, out_dtype=None):
     vc = _args.view(out)
     if vc.shape != (m, n):
         raise ValueError("gemm: out is %s, not %dx%d" % ("x".join(map(str, vc.shape)), m, n))
-    mod = compile("gemm.tile", kernel="gemm", defines={"T": va.dtype, "TC": vc.dtype})
-    mod.kernel("gemm")(va, vb, vc, stream=stream)
+    if config == "default":
+        mod = compile("gemm.tile", kernel="gemm", defines={"T": va.dtype, "TC": vc.dtype})
+        mod.kernel("gemm")(va, vb, vc, stream=stream)
+        return out
+    p = gemm_plan("bf16", m, n, k, core.device_sm_count() or 132)
+    w = _f32_empty(a, (p["split"], m, n)) if p["split"] > 1 else None
+    if p["split"] > 1 and w is None:     # no workspace to be had: the best plan without a split
+        p = gemm_plan("bf16", m, n, k, core.device_sm_count() or 132, max_split=1)
+    name = "gemm" + p["suffix"]
+    bm, bn, bk = p["tiles"]
+    d = {"T": va.dtype, "BM": bm, "BN": bn, "BK": bk}
+    if p["split"] == 1:
+        d["TC"] = vc.dtype
+        compile("gemm.tile", kernel=name, defines=d).kernel(name)(va, vb, vc, stream=stream)
+        return out
+    # w is freed on return: torch's allocator reuses it in stream order, so a launch on another
+    # torch stream than the current one must be recorded on that stream
+    if stream is not None and hasattr(w, "record_stream") and type(stream).__module__.startswith("torch"):
+        w.record_stream(stream)
+    vw = _args.view(w)
+    compile("gemm.tile", kernel=name, defines=d).kernel(name)(va, vb, vw, stream=stream)
+    compile("gemm.tile", kernel="splitk_reduce", defines={"TC": vc.dtype}).kernel("splitk_reduce")(
+        vw, vc, stream=stream)
     return out
