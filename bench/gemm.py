@@ -9,7 +9,8 @@ or `BENCH_GEMM=1 ./gpu-check` (tests/gpu/gpu-check), which writes the table to $
 
 What runs, shape by shape (M x N x K; C[M, N] = A[M, K] B):
   bf16        stdlib gemm_nt (B given [N, K], the nn.Linear weight layout) and its persistent
-              form gemm_nt_persistent (one program per SM, grouped tile order) against
+              forms gemm_nt_persistent (one program per SM, grouped tile order) and
+              gemm_nt_persistent_flat (the same as one pipelined loop over (tile, k step)) against
               torch.matmul(a, w.t()), and stdlib gemm (B given [K, N]) against torch.matmul(a, b);
               bf16 operands, f32 accumulation, bf16 output.
   fp8         stdlib fp8_gemm (e4m3, per-tensor f32 scales, B given [N, K]) against
@@ -340,7 +341,7 @@ def run_tiles(b, rows, kind, kernel, shape, dtype, cands, body):
     body.run(k, config); then (not with --sweep, whose candidates include them) the model's plan
     (python/tilec/stdlib.py's gemm_plan) when it is another configuration: a row of its own."""
     configs = cands if b.sweep else [plain(t) for t in cands]
-    if kernel.endswith("_persistent"):   # no split-K or swap-AB form
+    if "_persistent" in kernel:   # no split-K or swap-AB form
         configs = [cf for cf in configs if cf[0] == "" and cf[2] == 1]
     errors = []
     ran = False
@@ -359,7 +360,7 @@ def run_tiles(b, rows, kind, kernel, shape, dtype, cands, body):
             break
     if not ran:
         rows.fail(kernel, shape, dtype, "/".join(config_text(c) for c in configs), errors[-1] if errors else "no tiles")
-    if b.sweep or not b.plan or kernel.endswith("_persistent"):
+    if b.sweep or not b.plan or "_persistent" in kernel:
         return
     c = plan_config(kind, shape, b.sms)
     if c == plain(cands[0]):
@@ -396,6 +397,7 @@ def bench_bf16(b, rows, shape, cands):
     for kernel, bmat, base_fn, base_name in (
             ("gemm_nt", w, lambda: torch.matmul(a, w.t()), "torch.matmul(a, w.t())"),
             ("gemm_nt_persistent", w, lambda: torch.matmul(a, w.t()), "torch.matmul(a, w.t())"),
+            ("gemm_nt_persistent_flat", w, lambda: torch.matmul(a, w.t()), "torch.matmul(a, w.t())"),
             ("gemm", bt, lambda: torch.matmul(a, bt), "torch.matmul(a, b)")):
         ref = base_fn()
         c = torch.empty([m, n], device="cuda", dtype=torch.bfloat16)

@@ -159,6 +159,23 @@ def gemm():
     A, B = r["A"], r["B"]
     close("gemm_nt_persistent TC=f32", r["C"], [sum(A[i * K + k] * B[j * K + k] for k in range(K))
                                                 for i in range(M) for j in range(N)], *tol["f32"])
+    # the flat forms (one loop over a program's (tile, k step) pairs): K = 40 is two BK = 32 steps
+    # with a partial one, and K = 0 must still write zeros
+    r = run("gemm.tile", "gemm_persistent_flat", ["A=bf16[%d,%d]" % (M, K), "B=bf16[%d,%d]" % (K, N),
+            "C=bf16[%d,%d]" % (M, N)], ["A", "B", "C"], d)
+    A, B = r["A"], r["B"]
+    close("gemm_persistent_flat", r["C"], [sum(A[i * K + k] * B[k * N + j] for k in range(K))
+                                           for i in range(M) for j in range(N)], *tol["bf16"])
+    r = run("gemm.tile", "gemm_nt_persistent_flat", ["A=bf16[%d,%d]" % (M, K), "B=bf16[%d,%d]" % (N, K),
+            "C=f32[%d,%d]" % (M, N)], ["A", "B", "C"], d + ["TC=f32"])
+    A, B = r["A"], r["B"]
+    close("gemm_nt_persistent_flat TC=f32", r["C"], [sum(A[i * K + k] * B[j * K + k] for k in range(K))
+                                                     for i in range(M) for j in range(N)], *tol["f32"])
+    npy_write(tmpfile("A0.npy"), "<f4", [30, 0], [])
+    npy_write(tmpfile("B0.npy"), "<f4", [0, 20], [])
+    r = run("gemm.tile", "gemm_persistent_flat", ["A=" + tmpfile("A0.npy"), "B=" + tmpfile("B0.npy"),
+            "C=f32[30,20]"], ["C"], ["T=f32", "TC=f32", "BM=16", "BN=16", "BK=16"])
+    close("gemm_persistent_flat K=0", r["C"], [0.0] * 600, 0, 0)
 
 
 def splitk_ranges(K, BK, S):
