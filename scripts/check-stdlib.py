@@ -159,6 +159,104 @@ def gemm():
     A, B = r["A"], r["B"]
     close("gemm_nt_persistent TC=f32", r["C"], [sum(A[i * K + k] * B[j * K + k] for k in range(K))
                                                 for i in range(M) for j in range(N)], *tol["f32"])
+    # the flat forms (one loop over a program's (tile, k step) pairs): K = 40 is two BK = 32 steps
+    # with a partial one, and K = 0 must still write zeros
+    r = run("gemm.tile", "gemm_persistent_flat", ["A=bf16[%d,%d]" % (M, K), "B=bf16[%d,%d]" % (K, N),
+            "C=bf16[%d,%d]" % (M, N)], ["A", "B", "C"], d)
+    A, B = r["A"], r["B"]
+    close("gemm_persistent_flat", r["C"], [sum(A[i * K + k] * B[k * N + j] for k in range(K))
+                                           for i in range(M) for j in range(N)], *tol["bf16"])
+    r = run("gemm.tile", "gemm_nt_persistent_flat", ["A=bf16[%d,%d]" % (M, K), "B=bf16[%d,%d]" % (N, K),
+            "C=f32[%d,%d]" % (M, N)], ["A", "B", "C"], d + ["TC=f32"])
+    A, B = r["A"], r["B"]
+    close("gemm_nt_persistent_flat TC=f32", r["C"], [sum(A[i * K + k] * B[j * K + k] for k in range(K))
+                                                     for i in range(M) for j in range(N)], *tol["f32"])
+    npy_write(tmpfile("A0.npy"), "<f4", [30, 0], [])
+    npy_write(tmpfile("B0.npy"), "<f4", [0, 20], [])
+    r = run("gemm.tile", "gemm_persistent_flat", ["A=" + tmpfile("A0.npy"), "B=" + tmpfile("B0.npy"),
+            "C=f32[30,20]"], ["C"], ["T=f32", "TC=f32", "BM=16", "BN=16", "BK=16"])
+    close("gemm_persistent_flat K=0", r["C"], [0.0] * 600, 0, 0)
+
+
+def splitk_ranges(K, BK, S):
+    """The K ranges of the S splits of a _splitk kernel: whole BK steps, ceil(steps / S) each."""
+    per = -(-(-(-K // BK)) // S)
+    return [(min(K, s * per * BK), min(K, (s + 1) * per * BK)) for s in range(S)]
+
+
+def reduce_check(name, src, kernel, W, S, M, N, TC, ref, tol, defines=()):
+    """Runs the reduce kernel on the partials W (as the split kernel wrote them) and checks C."""
+    npy_write(tmpfile("Win.npy"), "<f4", [S, M, N], W)
+    r = run(src, kernel, ["W=" + tmpfile("Win.npy"), "C=%s[%d,%d]" % (TC, M, N)], ["C"], list(defines))
+    close(name, r["C"], ref, *tol)
+
+
+def gemm_small_m():
+    """Split-K (partials, then splitk_reduce) and swap-AB, NN and NT, at ragged M, N, K; S = 3 over
+    4 steps of K leaves the last split empty (it must write zeros)."""
+    tol = {"bf16": (4e-3, 1e-3), "f32": (1e-5, 1e-5)}
+    for M, N, K, S, BK in ((23, 70, 300, 3, 32), (5, 40, 100, 3, 32), (40, 33, 64, 2, 16)):
+        for nt in (0, 1):
+            bshape = "B=bf16[%d,%d]" % ((N, K) if nt else (K, N))
+            bi = (lambda j, k: j * K + k) if nt else (lambda j, k: k * N + j)
+            pre = "gemm_nt" if nt else "gemm"
+            ranges = splitk_ranges(K, BK, S)
+            for swap in (0, 1):
+                kern = pre + ("_swapab" if swap else "") + "_splitk"
+                d = ["BM=16", "BN=32", "BK=%d" % BK]
+                r = run("gemm.tile", kern, ["A=bf16[%d,%d]" % (M, K), bshape, "W=f32[%d,%d,%d]" % (S, M, N)],
+                        ["A", "B", "W"], d)
+                A, B = r["A"], r["B"]
+                part = [sum(A[i * K + k] * B[bi(j, k)] for k in range(k0, k1))
+                        for (k0, k1) in ranges for i in range(M) for j in range(N)]
+                close("%s %dx%dx%d S=%d partials" % (kern, M, N, K, S), r["W"], part, *tol["f32"])
+                ref = [sum(part[(s * M + i) * N + j] for s in range(S)) for i in range(M) for j in range(N)]
+                reduce_check("splitk_reduce after %s %dx%dx%d" % (kern, M, N, K), "gemm.tile", "splitk_reduce",
+                             r["W"], S, M, N, "bf16", ref, tol["bf16"], ["BM=16", "BN=64"])
+            for TC in ("bf16", "f32"):
+                kern = pre + "_swapab"
+                r = run("gemm.tile", kern, ["A=bf16[%d,%d]" % (M, K), bshape, "C=%s[%d,%d]" % (TC, M, N)],
+                        ["A", "B", "C"], ["BM=16", "BN=32", "BK=%d" % BK, "TC=" + TC])
+                A, B = r["A"], r["B"]
+                close("%s %dx%dx%d TC=%s" % (kern, M, N, K, TC), r["C"],
+                      [sum(A[i * K + k] * B[bi(j, k)] for k in range(K)) for i in range(M) for j in range(N)], *tol[TC])
+    # the reduce with TC = f32 and one split (a plain conversion of W[0])
+    M, N = 9, 300
+    W = [((i * 7919) % 1000) / 250.0 - 2 for i in range(M * N)]
+    reduce_check("splitk_reduce S=1 TC=f32", "gemm.tile", "splitk_reduce", W, 1, M, N, "f32", W, tol["f32"], ["TC=f32"])
+
+
+def fp8_gemm_small_m():
+    """The FP8 split-K, swap-AB and both kernels, per-tensor and block-scaled, with their reduce."""
+    for M, N, K, S in ((23, 200, 500, 3), (5, 70, 300, 4)):
+        KB, NB = (K + 127) // 128, (N + 127) // 128
+        ranges = splitk_ranges(K, 128, S)
+        pt = ["A=f8e4m3[%d,%d]" % (M, K), "B=f8e4m3[%d,%d]" % (N, K), "scale_a=f32[1]", "scale_b=f32[1]"]
+        bs = ["A=f8e4m3[%d,%d]" % (M, K), "As=f32[%d,%d]" % (M, KB), "B=f8e4m3[%d,%d]" % (N, K),
+              "Bs=f32[%d,%d]" % (NB, KB)]
+        for kind in ("fp8_gemm", "fp8_gemm_blockscale"):
+            args, ins = (pt, ["A", "B", "scale_a", "scale_b"]) if kind == "fp8_gemm" else (bs, ["A", "As", "B", "Bs"])
+            tiles = ["BM=16", "BN=64"] + (["BK=128"] if kind == "fp8_gemm" else [])
+
+            def prod(r, i, j, k0, k1):
+                A, B = r["A"], r["B"]
+                if kind == "fp8_gemm":
+                    return r["scale_a"][0] * r["scale_b"][0] * sum(A[i * K + k] * B[j * K + k] for k in range(k0, k1))
+                As, Bs = r["As"], r["Bs"]
+                return sum(As[i * KB + kb] * Bs[(j // 128) * KB + kb] *
+                           sum(A[i * K + k] * B[j * K + k] for k in range(max(k0, kb * 128), min(k1, kb * 128 + 128)))
+                           for kb in range(k0 // 128, -(-k1 // 128)))
+            r = run("fp8_gemm.tile", kind + "_swapab", args + ["C=bf16[%d,%d]" % (M, N)], ins + ["C"], tiles)
+            close("%s_swapab %dx%dx%d" % (kind, M, N, K), r["C"],
+                  [prod(r, i, j, 0, K) for i in range(M) for j in range(N)], 4e-3, 1e-3)
+            for kern in (kind + "_splitk", kind + "_swapab_splitk"):
+                d = tiles if "swapab" in kern else ["BM=32", "BN=64"] + tiles[2:]
+                r = run("fp8_gemm.tile", kern, args + ["W=f32[%d,%d,%d]" % (S, M, N)], ins + ["W"], d)
+                part = [prod(r, i, j, k0, k1) for (k0, k1) in ranges for i in range(M) for j in range(N)]
+                close("%s %dx%dx%d S=%d partials" % (kern, M, N, K, S), r["W"], part, 1e-5, 1e-5)
+                ref = [sum(part[(s * M + i) * N + j] for s in range(S)) for i in range(M) for j in range(N)]
+                reduce_check("fp8_splitk_reduce after %s" % kern, "fp8_gemm.tile", "fp8_splitk_reduce", r["W"], S, M, N,
+                             "bf16", ref, (4e-3, 1e-3), ["BM=16", "BN=128"])
 
 
 def fp8_gemm():
@@ -706,7 +804,8 @@ if __name__ == "__main__":
     if not os.access(TILEC, os.X_OK):
         sys.exit("check-stdlib.py: %s is not an executable tilec" % TILEC)
     print("check-stdlib.py: stdlib kernels in the interpreter against float64 references")
-    for c in (gemm, fp8_gemm, fp8_quant, attention, decode, norms, softmax, moe, moe_route, moe_align, moe_layer):
+    for c in (gemm, gemm_small_m, fp8_gemm, fp8_gemm_small_m, fp8_quant, attention, decode, norms, softmax, moe,
+              moe_route, moe_align, moe_layer):
         check(c)
     # every kernel of every stdlib file must have a check here
     for src in sorted(f for f in os.listdir(STDLIB) if f.endswith(".tile")):
