@@ -11,6 +11,8 @@
  *     %ok = and (tma_ready %A), (tma_ready %B)...
  *     %r = if %ok {
  *         %bufA = smem_alloc : smem<T>[S, BM, BK]  ...            one per pipelined load
+ *         %bufQ = smem_alloc : smem<T>[1, BM, BK] ; smem_write %bufQ, 0, %q
+ *                                                   one per loop-invariant dot operand
  *         if %ub - %lb > s*%st { async_load %A, %bufA, s, ... }  prologue, s = 0 .. S-2
  *         %res, %n = for %k = %lb to %ub step %st iter(%acc = %init, %i = 0) {
  *             async_wait %bufA, %i % S, (%i / S) & 1 ; %a = smem_read %bufA, %i % S  ...
@@ -41,6 +43,11 @@
  *   - A dot may stay in flight across iterations only when its accumulator is
  *     the carried value and nothing else reads it; dot_wait after the loop
  *     completes it.  Any other dot waits for itself (pending = 0).
+ *   - A dot operand defined outside the loop (attention's Q) is the same in
+ *     every iteration: it is written to shared memory once, before the loop,
+ *     and each iteration's dot reads it there in place (pipe_invariant_operands),
+ *     where the dot would otherwise copy it from registers every time, with two
+ *     barriers, and keep it in registers across the loop.
  *   - The runtime cannot describe every tensor to the TMA unit (a row stride
  *     that is not a multiple of 16 bytes, say); tma_ready says whether it did,
  *     and the original loop runs where it did not.
@@ -58,6 +65,9 @@ typedef struct Expand {
     uint32_t nloads;
     IrVal *tiles;        /* the 2-d tile each reaches its dots through (pipe_load_tile) */
     IrVal *bufs;         /* their buffers */
+    IrVal inv[8];        /* loop-invariant dot operands staged once (pipe_invariant_operands) */
+    IrVal invbuf[8];     /* their one-stage buffers */
+    uint32_t ninv;
     uint8_t *slice;      /* ops computing some pipelined load's offsets */
 } Expand;
 
@@ -190,7 +200,7 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
         clear_schedule(f, body);
         return;
     }
-    Expand e = {f, NULL, f->nvals, loop, NULL, 0, NULL, NULL, NULL};
+    Expand e = {f, NULL, f->nvals, loop, NULL, 0, NULL, NULL, {0}, {0}, 0, NULL};
     uint32_t cap = 0;
     for (uint32_t i = 0; i < f->blocks[body].nops; i++) {
         uint32_t id = f->blocks[body].ops[i];
@@ -260,6 +270,16 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
         tb.loc = f->ops[e.loads[j]].loc;
         e.bufs[j] = ir_build1(&tb, IR_SMEM_ALLOC, NULL, 0, ir_ty_smem((DType)t.dt, S, t.rank, t.dims), NULL);
     }
+    /* loop-invariant dot operands: into shared memory once, read in place by every iteration */
+    e.ninv = pipe_invariant_operands(f, loop, e.inv, 8);
+    for (uint32_t j = 0; j < e.ninv; j++) {
+        IrType t = ir_vty(f, e.inv[j]);
+        uint32_t d = ir_def(f, e.inv[j]);
+        tb.loc = d != UINT32_MAX ? f->ops[d].loc : L.loc;
+        e.invbuf[j] = ir_build1(&tb, IR_SMEM_ALLOC, NULL, 0, ir_ty_smem((DType)t.dt, 1, t.rank, t.dims), NULL);
+        IrVal w[3] = {e.invbuf[j], ir_const_int(&tb, DT_I32, 0), e.inv[j]};
+        ir_build(&tb, IR_SMEM_WRITE, w, 3, NULL, 0, NULL);
+    }
     tb.loc = L.loc;
     for (int s = 0; s < S - 1; s++) issue_loads(&e, &tb, lb, s * step, ir_const_int(&tb, DT_I32, s), false);
 
@@ -299,6 +319,15 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
         for (uint32_t j = 0; j < e.nloads; j++)
             is_load |= e.loads[j] == id || (f->ops[id].nres == 1 && ir_res(&f->ops[id], 0) == e.tiles[j]);
         if (is_load) continue;
+        /* a staged invariant operand: read right before its user (the dot reads the stage in place) */
+        for (uint32_t j = 0; j < e.ninv; j++)
+            for (uint32_t k = 0; k < f->ops[id].nopnd; k++)
+                if (ir_opnd(f, &f->ops[id], k) == e.inv[j]) {
+                    bb.loc = f->ops[id].loc;
+                    IrVal r[2] = {e.invbuf[j], ir_const_int(&bb, DT_I32, 0)};
+                    e.map[e.inv[j]] = ir_build1(&bb, IR_SMEM_READ, r, 2, ir_vty(f, e.inv[j]), NULL);
+                    break;
+                }
         uint32_t nid = clone_op(&e, &bb, id);
         uint32_t slot;
         if (f->ops[id].opc == IR_DOT && dot_may_pend(f, body, id, uses, &slot)) {

@@ -38,9 +38,12 @@ check 0 out "" "$MKNPY" check copy p.npy o.npy
 # Sq != Skv, causal or not, and a key loop shorter than the pipeline (17 keys, one block)
 attn=$src/stdlib/attention.tile
 check 0 out "" "$TILEC" "$attn" --arch=sm_90a --kernel flash_attn_fwd -D D=64 -D BM=64 -D BN=32 --pass=$passes --emit=ir -o fa.tir
-[ "$(grep -c "async_load %K" fa.tir)" -eq 2 ] && [ "$(grep -c "async_load %V" fa.tir)" -eq 2 ] ||
-  fail "flash_attn_fwd: K and V were not both pipelined"
+# both phases (unmasked, masked) pipelined: a prologue load and a loop load of K and of V each
+[ "$(grep -c "async_load %K" fa.tir)" -eq 4 ] && [ "$(grep -c "async_load %V" fa.tir)" -eq 4 ] ||
+  fail "flash_attn_fwd: K and V were not both pipelined in both loops"
 grep -q "smem_alloc : smem<bf16>\[2, 32, 64\]" fa.tir || fail "flash_attn_fwd: no 2-stage buffer of [32, 64] tiles"
+# Q, loop-invariant, staged in shared memory once per loop and read there by Q K^T
+[ "$(grep -c "smem_write" fa.tir)" -eq 2 ] || fail "flash_attn_fwd: Q was not staged once before each loop"
 for c in "70 100 0" "70 100 1" "100 70 1" "33 17 0"; do
   set -- $c
   args="Q=bf16[1,2,$1,64] K=bf16[1,2,$2,64] V=bf16[1,2,$2,64] O=bf16[1,2,$1,64] sm_scale=0.125 causal=$3 --seed $2"
