@@ -51,6 +51,17 @@ for c in "70 100 0" "70 100 1" "100 70 1" "33 17 0"; do
   check 0 out "" "$TILEC" run "$attn" --kernel flash_attn_fwd -D D=64 -D BM=64 -D BN=32 --interp $args --out O=o.npy
   check 0 out "" "$MKNPY" check copy p.npy o.npy
 done
+# GQA (4 query heads over 2 KV heads) and the LSE variant, pipelined vs not: the same bytes
+check 0 out "" "$TILEC" "$attn" --arch=sm_90a --kernel flash_attn_fwd_lse -D D=64 -D BM=64 -D BN=32 --pass=$passes --emit=ir -o lse.tir
+[ "$(grep -c "smem_write" lse.tir)" -eq 2 ] || fail "flash_attn_fwd_lse: Q was not staged once before each loop"
+for c in "70 100 0" "100 70 1"; do
+  set -- $c
+  args="Q=bf16[2,4,$1,64] K=bf16[2,2,$2,64] V=bf16[2,2,$2,64] O=bf16[2,4,$1,64] LSE=f32[2,4,$1] sm_scale=0.125 causal=$3 --seed $1"
+  check 0 out "" "$TILEC" run lse.tir --interp $args --out O=p.npy --out LSE=pl.npy
+  check 0 out "" "$TILEC" run "$attn" --kernel flash_attn_fwd_lse -D D=64 -D BM=64 -D BN=32 --interp $args --out O=o.npy --out LSE=ol.npy
+  check 0 out "" "$MKNPY" check copy p.npy o.npy
+  check 0 out "" "$MKNPY" check copy pl.npy ol.npy
+done
 
 # grouped GEMM: a 3-d weight view (box [1, BN, BK]) pipelined beside the 2-d A
 npy_i32() { # PATH VALUES...: a 1-d int32 .npy
