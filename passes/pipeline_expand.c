@@ -23,7 +23,8 @@
  *             if %ub - %k > (S-1)*%st { async_load %A, %bufA, (%i + S-1) % S, ... }
  *             yield %acc2, %i + 1 }
  *         yield (dot_wait %res)
- *     } else { the original loop, marked stages = 1 so it is never pipelined again }
+ *     } else { the original loop, marked stages = 1 so it is never pipelined again
+ *              (its loop-invariant dot operands staged once all the same) }
  *
  * A load of a view of rank > 2 whose block is a box over the last two dims
  * (pipe_load_tile: load(K, [b, h, n0, 0], [1, 1, BN, D]) reshaped to [BN, D])
@@ -177,6 +178,42 @@ static bool dot_may_pend(IrFunc *f, IrBlk body, uint32_t id, const uint32_t *use
     if (c >= y->nopnd || ir_opnd(f, y, c) != res) return false;
     *slot = c;
     return true;
+}
+
+/* The fallback loop `loop` keeps its block loads, but its loop-invariant wgmma
+ * operands go to shared memory once before it all the same (pipe_invariant_operands):
+ * an smem_write ahead of the loop, an smem_read right before each user in the body. */
+static void stage_invariants_in_place(IrFunc *f, uint32_t loop)
+{
+    IrVal inv[8];
+    uint32_t ninv = pipe_invariant_operands(f, loop, inv, 8);
+    IrBlk body = f->ops[loop].region[0];
+    for (uint32_t j = 0; j < ninv; j++) {
+        IrType t = ir_vty(f, inv[j]);
+        IrBuilder b;
+        ir_builder_at_end(&b, f, f->ops[loop].parent);
+        for (uint32_t k = 0; k < f->blocks[f->ops[loop].parent].nops; k++)
+            if (f->blocks[f->ops[loop].parent].ops[k] == loop) b.pos = k;
+        uint32_t d = ir_def(f, inv[j]);
+        b.loc = d != UINT32_MAX ? f->ops[d].loc : f->ops[loop].loc;
+        IrVal buf = ir_build1(&b, IR_SMEM_ALLOC, NULL, 0, ir_ty_smem((DType)t.dt, 1, t.rank, t.dims), NULL);
+        IrVal w[3] = {buf, ir_const_int(&b, DT_I32, 0), inv[j]};
+        ir_build(&b, IR_SMEM_WRITE, w, 3, NULL, 0, NULL);
+        for (uint32_t k = 0; k < f->blocks[body].nops; k++) {
+            uint32_t id = f->blocks[body].ops[k];
+            for (uint32_t o = 0; o < f->ops[id].nopnd; o++) {
+                if (ir_opnd(f, &f->ops[id], o) != inv[j]) continue;
+                IrBuilder rb;
+                ir_builder_at_end(&rb, f, body);
+                rb.pos = k;
+                rb.loc = f->ops[id].loc;
+                IrVal r[2] = {buf, ir_const_int(&rb, DT_I32, 0)};
+                IrVal rd = ir_build1(&rb, IR_SMEM_READ, r, 2, t, NULL);
+                k += 2; /* the const and the read now stand before the user */
+                ir_set_opnd(f, id, o, rd);
+            }
+        }
+    }
 }
 
 static void clear_schedule(IrFunc *f, IrBlk b)
@@ -354,6 +391,7 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
 
     clear_schedule(f, body);
     f->ops[loop].attr.i = 1;
+    stage_invariants_in_place(f, loop); /* after the pipelined copy of the body is made */
     cx->changed = true;
     free(pend);
     free(yv);
