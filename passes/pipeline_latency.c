@@ -24,7 +24,9 @@
  *      as many as the shared-memory budget holds (what PIPE_SMEM_BUDGET has
  *      left after the buffers of the pipelined loops nested in this one, less
  *      one stage of each loop-invariant dot operand pipeline_expand stages
- *      once, over the bytes of one stage of every candidate).  Loops one after
+ *      once, over the bytes of one stage of every candidate).  Where that
+ *      leaves fewer than 2 stages, the invariant operands stay where they are
+ *      (the loop is marked no_staging) and the stages get their room.  Loops one after
  *      the other (attention's two phases) are never live together and share
  *      their space (codegen places disjoint blocks' buffers alike).
  *      The budget is PIPE_SMEM_BUDGET, less where the kernel's largest pointer
@@ -169,7 +171,14 @@ static const char *plan_loop(IrFunc *f, uint32_t loop, Budget *bud)
         if (stages > 16) stages = 16;
         uint32_t inner = nested_bytes(f, body, bud);
         uint32_t left = bud->limit > inner ? bud->limit - inner : 0;
+        int64_t want = stages;
         while (stages >= 2 && (uint64_t)stages * bytes + fixed > left) stages--;
+        if (stages < 2 && fixed) { /* pipelining first: the invariant operands stay where they are */
+            fixed = 0;
+            stages = want;
+            while (stages >= 2 && (uint64_t)stages * bytes > left) stages--;
+            f->ops[loop].attr.j = stages >= 2;
+        }
         if (stages >= 2) {
             for (uint32_t i = 0; i < ncand; i++) f->ops[cand[i]].latency = (uint8_t)(stages - 1);
             f->ops[loop].attr.i = stages;
