@@ -1,7 +1,10 @@
 /* convert.c: moving tile elements between threads, and converting dtypes.
  *
- * Layout conversion (and any shape op whose element movement is not a
- * register renaming) goes through the shared scratch area:
+ * A layout conversion in which every thread already holds what it needs (the
+ * same lanes and warps, registers permuted or repeated: a slice layout widened
+ * for a broadcast) renames registers.  Otherwise layout conversion (and any
+ * shape op whose element movement is not a register renaming) goes through the
+ * shared scratch area:
  *   1. barrier (the area may still be read by the previous conversion);
  *   2. every thread stores each register it uniquely owns at the element's
  *      source flat index (replicated copies are skipped: registers whose
@@ -190,8 +193,36 @@ static LLVMValueRef same_index(Cg *cg, const Layout *to, LLVMValueRef toff, uint
     return LLVMBuildXor(cg->b, toff, LLVMConstInt(cg->i32, layout_apply(to, r, 0, 0), 0), "");
 }
 
+/* Whether every thread already holds, in some register of `from`, each element `to`
+ * gives it: the lanes and warps place the same flat-index bits in both, and each
+ * register of `to` holds what some register of `from` does (it may repeat one: a
+ * broadcast's replicated bits).  Then src[r] is that register of `from`. */
+static bool same_threads(const Layout *from, const Layout *to, uint32_t *src)
+{
+    if (from->rank != to->rank || memcmp(from->dimbits, to->dimbits, sizeof from->dimbits) != 0) return false;
+    for (int in = LL_LANE; in < LL_NIN; in++) {
+        if (from->nbits[in] != to->nbits[in]) return false;
+        for (int i = 0; i < from->nbits[in]; i++)
+            if (from->basis[in][i] != to->basis[in][i]) return false;
+    }
+    uint32_t nf = layout_nregs(from);
+    for (uint32_t r = 0; r < layout_nregs(to); r++) {
+        uint32_t want = layout_apply(to, r, 0, 0), k = 0;
+        while (k < nf && layout_apply(from, k, 0, 0) != want) k++;
+        if (k == nf) return false;
+        src[r] = k;
+    }
+    return true;
+}
+
 void cg_convert_layout(Cg *cg, IrVal v, const Layout *to, LLVMValueRef *out)
 {
+    const Layout *from = cg_layout(cg, v);
+    uint32_t *src = ARENA_ARRAY(cg->scratch, uint32_t, layout_nregs(to));
+    if (from && same_threads(from, to, src)) { /* a register renaming: no shared memory, no barrier */
+        for (uint32_t r = 0; r < layout_nregs(to); r++) out[r] = cg_reg(cg, v, src[r]);
+        return;
+    }
     smem_gather(cg, v, to, same_index, NULL, out, "layout conversion");
 }
 

@@ -1,10 +1,11 @@
 /* lower_async.c: the pipelining ops (ir/ops.def): SMEM_ALLOC, ASYNC_LOAD,
- * ASYNC_WAIT, SMEM_READ, BARRIER, DOT_WAIT, TMA_READY, on sm_90 TMA and mbarriers;
+ * ASYNC_WAIT, SMEM_READ, SMEM_WRITE, BARRIER, DOT_WAIT, TMA_READY, on sm_90 TMA and mbarriers;
  * and BLOCK_STOREs through shared memory and TMA stores on sm_90a.
  *
  * 1. Plan (cg_async_plan, before the signature): every SMEM_ALLOC gets a static
- *    region of dynamic shared memory, its stages 1024-aligned, and one 8-byte
- *    mbarrier per stage after all the buffers; the scratch area (cg_smem) starts
+ *    region of dynamic shared memory, its stages 1024-aligned (shared with the
+ *    buffers of blocks disjoint from its own), and one 8-byte mbarrier per stage
+ *    after all the buffers; the scratch area (cg_smem) starts
  *    after them.  Every ASYNC_LOAD gets a TMA descriptor of its view (a kernel
  *    parameter): box [R rows, span / ebytes columns] with the swizzle of
  *    cg_smem_layout, identical ones shared; each becomes a 128-byte
@@ -37,6 +38,8 @@
  *    SMEM_READ    ld.shared of the stage into the result's registers (16-byte
  *                 vectors where the layouts allow); a DOT reads the stage itself
  *                 (lower_dot.c), and then these loads are dead and LLVM drops them.
+ *    SMEM_WRITE   barrier, st.shared of the tile in the buffer's layout,
+ *                 fence.proxy.async, barrier.
  *    BARRIER      bar.sync 0.
  *    DOT_WAIT     wgmma.wait_group 0 on the accumulator's registers (sm_90a; a
  *                 DOT elsewhere completes synchronously).
@@ -150,6 +153,17 @@ static bool guarded(IrFunc *f, const IrOp *op, IrVal view)
 
 static int arch_sm(const Cg *cg) { return atoi(cg->target->arch + 3); }
 
+/* Whether block a is block b or nested in it. */
+static bool block_in(IrFunc *f, IrBlk a, IrBlk b)
+{
+    for (;;) {
+        if (a == b) return true;
+        uint32_t p = ir_blk(f, a)->parent_op;
+        if (p == UINT32_MAX) return false;
+        a = ir_op(f, p)->parent;
+    }
+}
+
 static bool plan_buffer(Cg *cg, IrOp *op, CgBuf *b, uint32_t *off)
 {
     IrType t = ir_vty(cg->f, ir_res(op, 0)), tile = ir_ty_smem_tile(t);
@@ -162,9 +176,23 @@ static bool plan_buffer(Cg *cg, IrOp *op, CgBuf *b, uint32_t *off)
     b->S = cg_smem_layout(t);
     b->stages = (uint32_t)t.dims[0];
     b->stage_bytes = ((uint32_t)ir_ty_numel(tile) * (uint32_t)dt_bytes((DType)t.dt) + 1023) & ~1023u;
-    b->off = *off;
     b->again = in_loop(cg->f, op);
-    *off += b->stages * b->stage_bytes;
+    b->parent = op->parent;
+    /* after every buffer planned so far that can be live with this one: the value
+     * lives in its SMEM_ALLOC's block, so buffers of disjoint blocks (two pipelined
+     * loops one after the other) share their space.  Nothing of the earlier one is
+     * in flight when the later one is first touched: no load is issued past its
+     * loop's end, its dots are waited for after the loop, and every SMEM_ALLOC ends
+     * with a CTA barrier before its buffer is used (its mbarriers are its own). */
+    b->off = 0;
+    for (uint32_t k = 0; k < cg->nbufs; k++) {
+        const CgBuf *o = &cg->bufs[k];
+        if (!block_in(cg->f, op->parent, o->parent) && !block_in(cg->f, o->parent, op->parent)) continue;
+        uint32_t end = o->off + o->stages * o->stage_bytes;
+        if (end > b->off) b->off = end;
+    }
+    uint32_t end = b->off + b->stages * b->stage_bytes;
+    if (end > *off) *off = end;
     return true;
 }
 
@@ -554,6 +582,22 @@ void cg_lower_SMEM_READ(Cg *cg, uint32_t opid, IrOp *op)
     LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, layout_nregs(L));
     cg_smem_load_shared(cg, L, &b->S, cg_dtype(cg, (DType)b->tile.dt), base, out);
     cg_define(cg, res, out, layout_nregs(L));
+}
+
+/* A barrier (every earlier reader of the stage, a warpgroup's wgmma among them, is
+ * done: a dot waits for its own groups before the barrier that follows it), every
+ * thread's unique elements into the stage in the buffer's layout, fence.proxy.async
+ * (the tensor cores read through the async proxy), a barrier. */
+void cg_lower_SMEM_WRITE(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    IrFunc *f = cg->f;
+    const CgBuf *b = buf_of(cg, ir_opnd(f, op, 0));
+    LLVMValueRef off = stage_off(cg, b, ir_opnd(f, op, 1));
+    cg_barrier(cg);
+    cg_smem_store_shared(cg, ir_opnd(f, op, 2), &b->S, LLVMBuildGEP2(cg->b, cg->i8, cg->bufs_base, &off, 1, ""));
+    cg_asm_void(cg, "fence.proxy.async.shared::cta;");
+    cg_barrier(cg);
 }
 
 void cg_lower_BARRIER(Cg *cg, uint32_t opid, IrOp *op)

@@ -166,6 +166,8 @@ void cg_store_staged(Cg *cg, IrOp *op, IrType t, const SharedLayout *S, LLVMValu
 /* lower_async.c: shared-memory buffers (smem<T>[S, R, C]).  Each SMEM_ALLOC owns
  * a static region of dynamic shared memory, planned before the body is lowered:
  *     [pad to 1024] [buffer 0: S stages] [buffer 1] ... [their barriers] [scratch (cg_smem)]
+ * (buffers of disjoint blocks, never live together, share their region: two
+ * pipelined loops one after the other) 
  * every stage 1024-aligned (the swizzle repeat), one 8-byte mbarrier per stage.
  * One stage holds its tile in cg_smem_layout: what TMA writes, what wgmma reads. */
 typedef struct CgBuf {
@@ -176,6 +178,7 @@ typedef struct CgBuf {
     uint32_t stage_bytes;        /* the tile's bytes rounded up to 1024 */
     uint32_t bar_off;            /* stage s's mbarrier at bar_off + 8 s */
     bool again;                  /* the SMEM_ALLOC can run more than once (it is inside a loop) */
+    IrBlk parent;                /* the SMEM_ALLOC's block: the buffer is live there only */
 } CgBuf;
 /* The layout of one stage of buffer type `smem` (rank-2 tiles whose rows hold at
  * least 16 bytes): layout_shared_swizzled along the last dim, the widest swizzle

@@ -59,6 +59,7 @@ typedef IrScalar Elem;
 typedef struct SmemStage {
     uint64_t loads;      /* ASYNC_LOADs into the stage so far */
     uint64_t waited;     /* loads the latest ASYNC_WAIT on the stage covered */
+    bool written;        /* an SMEM_WRITE filled the stage after its latest load */
 } SmemStage;
 
 typedef struct RVal {
@@ -984,7 +985,10 @@ static bool exec_RETURN(Interp *in, const IrOp *op)
  *   - ASYNC_WAIT(buf, s, phase) needs a load into s since the last wait on s,
  *     and phase == (loads(s) - 1) & 1: the parity of the barrier phase the
  *     latest load completes (mbarrier.try_wait.parity);
- *   - SMEM_READ(buf, s) needs the latest load into s to have been waited for.
+ *   - SMEM_READ(buf, s) needs the latest load into s to have been waited for,
+ *     or an SMEM_WRITE into s after it;
+ *   - SMEM_WRITE(buf, s, x) needs no load into s in flight (it fills the stage
+ *     at once and moves no barrier phase).
  * Loads still unwaited when a program ends (issued ahead past the last
  * iteration) are not an error. */
 
@@ -1033,6 +1037,7 @@ static bool exec_ASYNC_LOAD(Interp *in, const IrOp *op)
     for (int d = vr - 1; d >= 0; d--) block.dims[d] = d >= lead ? tile.dims[d - lead] : 1;
     if (!block_read(in, op, 3, block, NULL, buf->e + s * ir_ty_numel(tile))) return false;
     buf->stage[s].loads++;
+    buf->stage[s].written = false;
     return true;
 }
 
@@ -1063,12 +1068,27 @@ static bool exec_SMEM_READ(Interp *in, const IrOp *op)
     int64_t s;
     if (!stage_arg(in, op, 0, 1, &s)) return false;
     const SmemStage *st = &buf->stage[s];
-    if (st->loads == 0) return fail(in, op, "smem_read of stage %lld, which no async_load has filled", (long long)s);
+    if (st->loads == 0 && !st->written)
+        return fail(in, op, "smem_read of stage %lld, which no async_load or smem_write has filled", (long long)s);
     if (st->waited != st->loads)
         return fail(in, op, "smem_read of stage %lld before an async_wait for its latest load", (long long)s);
     Elem *r = out(in, op->res);
     int64_t n = in->vals[op->res].n;
     memcpy(r, buf->e + s * n, (size_t)n * sizeof(Elem));
+    return true;
+}
+
+static bool exec_SMEM_WRITE(Interp *in, const IrOp *op)
+{
+    RVal *buf = smem_arg(in, op, 0);
+    int64_t s;
+    if (!stage_arg(in, op, 0, 1, &s)) return false;
+    SmemStage *st = &buf->stage[s];
+    if (st->waited != st->loads)
+        return fail(in, op, "smem_write on stage %lld, which has an async_load in flight", (long long)s);
+    const RVal *x = &in->vals[ir_opnd(in->f, op, 2)];
+    memcpy(buf->e + s * x->n, x->e, (size_t)x->n * sizeof(Elem));
+    st->written = true;
     return true;
 }
 

@@ -45,7 +45,10 @@ static inline int ir_text_attrs(IrOpcode opc, IrTextAttr out[2])
         out[1] = (IrTextAttr){"k", TA_J};
         return 2;
     case IR_TRANS: out[0] = (IrTextAttr){"perm", TA_PERM}; return 1;
-    case IR_FOR: out[0] = (IrTextAttr){"stages", TA_I_NONZERO}; return 1;
+    case IR_FOR:
+        out[0] = (IrTextAttr){"stages", TA_I_NONZERO};
+        out[1] = (IrTextAttr){"no_staging", TA_J_FLAG};
+        return 2;
     case IR_DOT: out[0] = (IrTextAttr){"pending", TA_I_NONZERO}; return 1;
     case IR_PRINT: out[0] = (IrTextAttr){"label", TA_STR}; return 1;
     case IR_ASSERT: out[0] = (IrTextAttr){"msg", TA_STR}; return 1;

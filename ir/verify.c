@@ -432,6 +432,12 @@ static bool check_op(Verifier *V, uint32_t id)
             CHECK(ir_ty_eq(r, ir_ty_smem_tile(x)), id, "result is %s, expected %s", tystr(V, r),
                   tystr(V, ir_ty_smem_tile(x)));
         return true;
+    case IR_SMEM_WRITE:
+        CHECK(x.kind == TY_SMEM, id, "first operand is %s, not an smem buffer", tystr(V, x));
+        CHECK(is_int_scalar(opty(V, op, 1)), id, "operand 1 is %s, not an integer scalar", tystr(V, opty(V, op, 1)));
+        CHECK(ir_ty_eq(opty(V, op, 2), ir_ty_smem_tile(x)), id, "value is %s, expected %s", tystr(V, opty(V, op, 2)),
+              tystr(V, ir_ty_smem_tile(x)));
+        return true;
     case IR_BARRIER:
         return true;
     case IR_DOT_WAIT:

@@ -50,6 +50,16 @@ bool pipe_offset_slice(IrFunc *f, uint32_t loop, uint32_t ld, uint8_t *slice);
  * otherwise.  The stage buffer holds that 2-d tile. */
 IrVal pipe_load_tile(IrFunc *f, uint32_t ld);
 
+/* The loop-invariant dot operands of loop `loop` that pipeline_expand stages in
+ * shared memory once, before the loop, instead of copying them there on every
+ * iteration (attention's Q in dot(q, trans(k))): distinct tiles defined outside
+ * the loop, of 1- or 2-byte elements in 2-d tiles whose rows hold at least 16
+ * bytes, every use of which in the loop body is operand a or b of a dot the
+ * tensor cores run from shared memory (wgmma: layout_wgmma_shape holds for the
+ * kernel's warps), directly or through a TRANS in the body.  Returns how many
+ * (at most `cap`), written to out. */
+uint32_t pipe_invariant_operands(IrFunc *f, uint32_t loop, IrVal *out, uint32_t cap);
+
 /* Bytes one stage of a buffer for tile t takes (aligned to PIPE_STAGE_ALIGN). */
 uint32_t pipe_stage_bytes(IrType t);
 

@@ -11,6 +11,8 @@
  *     %ok = and (tma_ready %A), (tma_ready %B)...
  *     %r = if %ok {
  *         %bufA = smem_alloc : smem<T>[S, BM, BK]  ...            one per pipelined load
+ *         %bufQ = smem_alloc : smem<T>[1, BM, BK] ; smem_write %bufQ, 0, %q
+ *                                                   one per loop-invariant dot operand
  *         if %ub - %lb > s*%st { async_load %A, %bufA, s, ... }  prologue, s = 0 .. S-2
  *         %res, %n = for %k = %lb to %ub step %st iter(%acc = %init, %i = 0) {
  *             async_wait %bufA, %i % S, (%i / S) & 1 ; %a = smem_read %bufA, %i % S  ...
@@ -21,7 +23,8 @@
  *             if %ub - %k > (S-1)*%st { async_load %A, %bufA, (%i + S-1) % S, ... }
  *             yield %acc2, %i + 1 }
  *         yield (dot_wait %res)
- *     } else { the original loop, marked stages = 1 so it is never pipelined again }
+ *     } else { the original loop, marked stages = 1 so it is never pipelined again
+ *              (its loop-invariant dot operands staged once all the same) }
  *
  * A load of a view of rank > 2 whose block is a box over the last two dims
  * (pipe_load_tile: load(K, [b, h, n0, 0], [1, 1, BN, D]) reshaped to [BN, D])
@@ -41,6 +44,11 @@
  *   - A dot may stay in flight across iterations only when its accumulator is
  *     the carried value and nothing else reads it; dot_wait after the loop
  *     completes it.  Any other dot waits for itself (pending = 0).
+ *   - A dot operand defined outside the loop (attention's Q) is the same in
+ *     every iteration: it is written to shared memory once, before the loop,
+ *     and each iteration's dot reads it there in place (pipe_invariant_operands),
+ *     where the dot would otherwise copy it from registers every time, with two
+ *     barriers, and keep it in registers across the loop.
  *   - The runtime cannot describe every tensor to the TMA unit (a row stride
  *     that is not a multiple of 16 bytes, say); tma_ready says whether it did,
  *     and the original loop runs where it did not.
@@ -58,6 +66,9 @@ typedef struct Expand {
     uint32_t nloads;
     IrVal *tiles;        /* the 2-d tile each reaches its dots through (pipe_load_tile) */
     IrVal *bufs;         /* their buffers */
+    IrVal inv[8];        /* loop-invariant dot operands staged once (pipe_invariant_operands) */
+    IrVal invbuf[8];     /* their one-stage buffers */
+    uint32_t ninv;
     uint8_t *slice;      /* ops computing some pipelined load's offsets */
 } Expand;
 
@@ -169,6 +180,42 @@ static bool dot_may_pend(IrFunc *f, IrBlk body, uint32_t id, const uint32_t *use
     return true;
 }
 
+/* The fallback loop `loop` keeps its block loads, but its loop-invariant wgmma
+ * operands go to shared memory once before it all the same (pipe_invariant_operands):
+ * an smem_write ahead of the loop, an smem_read right before each user in the body. */
+static void stage_invariants_in_place(IrFunc *f, uint32_t loop)
+{
+    IrVal inv[8];
+    uint32_t ninv = pipe_invariant_operands(f, loop, inv, 8);
+    IrBlk body = f->ops[loop].region[0];
+    for (uint32_t j = 0; j < ninv; j++) {
+        IrType t = ir_vty(f, inv[j]);
+        IrBuilder b;
+        ir_builder_at_end(&b, f, f->ops[loop].parent);
+        for (uint32_t k = 0; k < f->blocks[f->ops[loop].parent].nops; k++)
+            if (f->blocks[f->ops[loop].parent].ops[k] == loop) b.pos = k;
+        uint32_t d = ir_def(f, inv[j]);
+        b.loc = d != UINT32_MAX ? f->ops[d].loc : f->ops[loop].loc;
+        IrVal buf = ir_build1(&b, IR_SMEM_ALLOC, NULL, 0, ir_ty_smem((DType)t.dt, 1, t.rank, t.dims), NULL);
+        IrVal w[3] = {buf, ir_const_int(&b, DT_I32, 0), inv[j]};
+        ir_build(&b, IR_SMEM_WRITE, w, 3, NULL, 0, NULL);
+        for (uint32_t k = 0; k < f->blocks[body].nops; k++) {
+            uint32_t id = f->blocks[body].ops[k];
+            for (uint32_t o = 0; o < f->ops[id].nopnd; o++) {
+                if (ir_opnd(f, &f->ops[id], o) != inv[j]) continue;
+                IrBuilder rb;
+                ir_builder_at_end(&rb, f, body);
+                rb.pos = k;
+                rb.loc = f->ops[id].loc;
+                IrVal r[2] = {buf, ir_const_int(&rb, DT_I32, 0)};
+                IrVal rd = ir_build1(&rb, IR_SMEM_READ, r, 2, t, NULL);
+                k += 2; /* the const and the read now stand before the user */
+                ir_set_opnd(f, id, o, rd);
+            }
+        }
+    }
+}
+
 static void clear_schedule(IrFunc *f, IrBlk b)
 {
     IrBlock *blk = &f->blocks[b];
@@ -190,7 +237,7 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
         clear_schedule(f, body);
         return;
     }
-    Expand e = {f, NULL, f->nvals, loop, NULL, 0, NULL, NULL, NULL};
+    Expand e = {f, NULL, f->nvals, loop, NULL, 0, NULL, NULL, {0}, {0}, 0, NULL};
     uint32_t cap = 0;
     for (uint32_t i = 0; i < f->blocks[body].nops; i++) {
         uint32_t id = f->blocks[body].ops[i];
@@ -260,6 +307,16 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
         tb.loc = f->ops[e.loads[j]].loc;
         e.bufs[j] = ir_build1(&tb, IR_SMEM_ALLOC, NULL, 0, ir_ty_smem((DType)t.dt, S, t.rank, t.dims), NULL);
     }
+    /* loop-invariant dot operands: into shared memory once, read in place by every iteration */
+    e.ninv = f->ops[loop].attr.j ? 0 : pipe_invariant_operands(f, loop, e.inv, 8);
+    for (uint32_t j = 0; j < e.ninv; j++) {
+        IrType t = ir_vty(f, e.inv[j]);
+        uint32_t d = ir_def(f, e.inv[j]);
+        tb.loc = d != UINT32_MAX ? f->ops[d].loc : L.loc;
+        e.invbuf[j] = ir_build1(&tb, IR_SMEM_ALLOC, NULL, 0, ir_ty_smem((DType)t.dt, 1, t.rank, t.dims), NULL);
+        IrVal w[3] = {e.invbuf[j], ir_const_int(&tb, DT_I32, 0), e.inv[j]};
+        ir_build(&tb, IR_SMEM_WRITE, w, 3, NULL, 0, NULL);
+    }
     tb.loc = L.loc;
     for (int s = 0; s < S - 1; s++) issue_loads(&e, &tb, lb, s * step, ir_const_int(&tb, DT_I32, s), false);
 
@@ -270,6 +327,7 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
     rtys[nc] = i32;
     IrAttr fa = L.attr;
     fa.i = S;
+    fa.j = 0;
     uint32_t nf = ir_build(&tb, IR_FOR, opnds, L.nopnd + 1, rtys, nc + 1, &fa);
     IrBlk nb = f->ops[nf].region[0];
     for (uint32_t a = 0; a < f->blocks[body].nargs; a++) {
@@ -299,6 +357,15 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
         for (uint32_t j = 0; j < e.nloads; j++)
             is_load |= e.loads[j] == id || (f->ops[id].nres == 1 && ir_res(&f->ops[id], 0) == e.tiles[j]);
         if (is_load) continue;
+        /* a staged invariant operand: read right before its user (the dot reads the stage in place) */
+        for (uint32_t j = 0; j < e.ninv; j++)
+            for (uint32_t k = 0; k < f->ops[id].nopnd; k++)
+                if (ir_opnd(f, &f->ops[id], k) == e.inv[j]) {
+                    bb.loc = f->ops[id].loc;
+                    IrVal r[2] = {e.invbuf[j], ir_const_int(&bb, DT_I32, 0)};
+                    e.map[e.inv[j]] = ir_build1(&bb, IR_SMEM_READ, r, 2, ir_vty(f, e.inv[j]), NULL);
+                    break;
+                }
         uint32_t nid = clone_op(&e, &bb, id);
         uint32_t slot;
         if (f->ops[id].opc == IR_DOT && dot_may_pend(f, body, id, uses, &slot)) {
@@ -325,6 +392,7 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
 
     clear_schedule(f, body);
     f->ops[loop].attr.i = 1;
+    if (!f->ops[loop].attr.j) stage_invariants_in_place(f, loop); /* after the pipelined copy is made */
     cx->changed = true;
     free(pend);
     free(yv);

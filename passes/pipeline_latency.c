@@ -22,8 +22,13 @@
  *      the induction variable in any dimension.
  *   2. Stages S: the `pipeline(S)` hint, or PIPE_AUTO_STAGES without one; then
  *      as many as the shared-memory budget holds (what PIPE_SMEM_BUDGET has
- *      left after the kernel's loops visited before, over the bytes of one
- *      stage of every candidate: every loop's buffers have their own place).
+ *      left after the buffers of the pipelined loops nested in this one, less
+ *      one stage of each loop-invariant dot operand pipeline_expand stages
+ *      once, over the bytes of one stage of every candidate).  Where that
+ *      leaves fewer than 2 stages, the invariant operands stay where they are
+ *      (the loop is marked no_staging) and the stages get their room.  Loops one after
+ *      the other (attention's two phases) are never live together and share
+ *      their space (codegen places disjoint blocks' buffers alike).
  *      The budget is PIPE_SMEM_BUDGET, less where the kernel's largest pointer
  *      tile (reserve) would not fit beside it.  `pipeline(1)` or a budget for
  *      fewer than 2 stages leaves the loop alone.
@@ -92,9 +97,30 @@ static const char *not_candidate(IrFunc *f, uint32_t loop, uint32_t id, uint8_t 
 
 typedef struct Budget {
     PassCtx *cx;
-    uint32_t used;   /* bytes of stage buffers given to earlier loops of the kernel */
-    uint32_t limit;  /* bytes all loops' buffers may take (PIPE_SMEM_BUDGET, or less: reserve) */
+    uint32_t *bytes; /* per op id: a FOR planned already: the buffer bytes live in it (its own
+                      * and the most any loop nested in it takes) */
+    uint32_t limit;  /* bytes the buffers live at once may take (PIPE_SMEM_BUDGET, or less: reserve) */
 } Budget;
+
+/* The buffer bytes of the loops planned inside block b that can be live at one time: loops one
+ * after the other share their space (codegen gives disjoint blocks' buffers the same region), a
+ * loop nested in another adds to it. */
+static uint32_t nested_bytes(IrFunc *f, IrBlk b, const Budget *bud)
+{
+    uint32_t most = 0;
+    IrBlock *blk = ir_blk(f, b);
+    for (uint32_t i = 0; i < blk->nops; i++) {
+        const IrOp *op = &f->ops[blk->ops[i]];
+        uint32_t n = op->opc == IR_FOR ? bud->bytes[blk->ops[i]] : 0;
+        if (op->opc != IR_FOR || !n)
+            for (uint32_t r = 0; r < op->nregion; r++) {
+                uint32_t m = nested_bytes(f, op->region[r], bud);
+                if (m > n) n = m;
+            }
+        if (n > most) most = n;
+    }
+    return most;
+}
 
 /* Bytes of shared memory the kernel may need beside the stage buffers: the
  * largest tile outside every loop body that a layout conversion may move
@@ -146,6 +172,10 @@ static void assign(IrFunc *f, uint32_t loop, void *vb)
         bytes += pipe_stage_bytes(ir_vty(f, pipe_load_tile(f, id)));
     }
     free(slice);
+    /* the loop-invariant dot operands pipeline_expand stages once: one stage each */
+    IrVal inv[8];
+    uint32_t ninv = ncand ? pipe_invariant_operands(f, loop, inv, 8) : 0, fixed = 0;
+    for (uint32_t j = 0; j < ninv; j++) fixed += pipe_stage_bytes(ir_vty(f, inv[j]));
     if (!ncand)
         diag_remark(d, DIAG_REMARK_pipeline, at,
                     "loop not pipelined: no block load in its body reads a tensor parameter (a box over its last "
@@ -154,13 +184,20 @@ static void assign(IrFunc *f, uint32_t loop, void *vb)
     if (ncand) {
         int64_t stages = hint ? hint : PIPE_AUTO_STAGES;
         if (stages > 16) stages = 16;
+        uint32_t inner = nested_bytes(f, body, bud);
+        uint32_t left = bud->limit > inner ? bud->limit - inner : 0;
         int64_t want = stages;
-        uint32_t left = bud->limit > bud->used ? bud->limit - bud->used : 0;
-        while (stages >= 2 && (uint64_t)stages * bytes > left) stages--;
+        while (stages >= 2 && (uint64_t)stages * bytes + fixed > left) stages--;
+        if (stages < 2 && fixed) { /* pipelining first: the invariant operands stay where they are */
+            fixed = 0;
+            stages = want;
+            while (stages >= 2 && (uint64_t)stages * bytes > left) stages--;
+            f->ops[loop].attr.j = stages >= 2;
+        }
         if (stages >= 2) {
             for (uint32_t i = 0; i < ncand; i++) f->ops[cand[i]].latency = (uint8_t)(stages - 1);
             f->ops[loop].attr.i = stages;
-            bud->used += (uint32_t)stages * bytes;
+            bud->bytes[loop] = inner + (uint32_t)stages * bytes + fixed;
             bud->cx->changed = true;
             diag_remark(d, DIAG_REMARK_pipeline, at,
                         "loop pipelined with %lld stages (%s %lld%s): %u load%s issued %lld iterations ahead, "
@@ -185,6 +222,7 @@ void pass_pipeline_latency(IrFunc *f, PassCtx *cx)
     uint32_t room = PIPE_SMEM_LIMIT - reserve(f), limit = PIPE_SMEM_BUDGET;
     room = room > PIPE_STAGE_ALIGN + 8192 ? room - PIPE_STAGE_ALIGN - 8192 : 0;
     if (room < limit) limit = room;
-    Budget bud = {cx, 0, limit};
+    Budget bud = {cx, tl_xcalloc(f->nops ? f->nops : 1, sizeof(uint32_t)), limit};
     pipe_for_each_loop(f, assign, &bud);
+    free(bud.bytes);
 }

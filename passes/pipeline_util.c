@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include "../ir/layout.h"
+
 static void walk_block(IrFunc *f, IrBlk b, void (*fn)(IrFunc *, uint32_t, void *), void *ctx)
 {
     /* the callback may insert ops into this block: walk a copy of its op list */
@@ -34,6 +36,12 @@ static bool block_within(IrFunc *f, IrBlk b, IrBlk r)
         b = f->ops[owner].parent;
     }
     return false;
+}
+
+/* Whether op lies outside the body of loop `loop` (nested blocks count as inside). */
+static bool pipe_outside_op(IrFunc *f, uint32_t loop, const IrOp *op)
+{
+    return !block_within(f, op->parent, f->ops[loop].region[0]);
 }
 
 bool pipe_outside(IrFunc *f, uint32_t loop, IrVal v)
@@ -100,4 +108,64 @@ uint32_t pipe_stage_bytes(IrType t)
 {
     uint32_t bytes = (uint32_t)ir_ty_numel(t) * (uint32_t)dt_bytes((DType)t.dt);
     return (bytes + PIPE_STAGE_ALIGN - 1) & ~(PIPE_STAGE_ALIGN - 1);
+}
+
+/* Whether use k of op (in the loop body) reads v as a wgmma dot operand:
+ * operand a or b of a DOT in the body whose shapes wgmma takes, or the
+ * operand of a TRANS in the body all of whose uses are such. */
+static bool wgmma_operand_use(IrFunc *f, IrBlk body, const IrOp *op, uint32_t k, int depth)
+{
+    if (op->parent != body) return false;
+    if (op->opc == IR_DOT) {
+        WgmmaShape w;
+        int warps = f->warps ? f->warps : 4;
+        return k < 2 && layout_wgmma_shape(ir_vty(f, ir_opnd(f, op, 0)), ir_vty(f, ir_opnd(f, op, 1)), warps, &w);
+    }
+    if (op->opc != IR_TRANS || depth > 0) return false;
+    IrVal t = ir_res(op, 0);
+    bool used = false;
+    for (uint32_t i = 0; i < f->nops; i++) {
+        const IrOp *u = &f->ops[i];
+        if (u->dead) continue;
+        for (uint32_t j = 0; j < u->nopnd; j++) {
+            if (ir_opnd(f, u, j) != t) continue;
+            if (!wgmma_operand_use(f, body, u, j, depth + 1)) return false;
+            used = true;
+        }
+    }
+    return used;
+}
+
+uint32_t pipe_invariant_operands(IrFunc *f, uint32_t loop, IrVal *out, uint32_t cap)
+{
+    IrBlk body = f->ops[loop].region[0];
+    uint32_t n = 0;
+    IrBlock *blk = ir_blk(f, body);
+    for (uint32_t i = 0; i < blk->nops; i++) {
+        const IrOp *d = &f->ops[blk->ops[i]];
+        if (d->opc != IR_DOT && d->opc != IR_TRANS) continue;
+        for (uint32_t k = 0; k < (d->opc == IR_DOT ? 2u : 1u); k++) {
+            IrVal v = ir_opnd(f, d, k);
+            if (!pipe_outside(f, loop, v)) continue;
+            IrType t = ir_vty(f, v);
+            if (t.kind != TY_TILE || t.isptr || t.rank != 2 || dt_bytes((DType)t.dt) > 2 ||
+                layout_swizzle_for(t, 1) < 0)
+                continue;
+            bool seen = false, ok = true, used = false;
+            for (uint32_t j = 0; j < n; j++) seen |= out[j] == v;
+            if (seen) continue;
+            /* every use inside the loop (nested blocks too) is such an operand */
+            for (uint32_t u = 0; u < f->nops && ok; u++) {
+                const IrOp *uo = &f->ops[u];
+                if (uo->dead || pipe_outside_op(f, loop, uo)) continue;
+                for (uint32_t j = 0; j < uo->nopnd && ok; j++) {
+                    if (ir_opnd(f, uo, j) != v) continue;
+                    ok = wgmma_operand_use(f, body, uo, j, 0);
+                    used = true;
+                }
+            }
+            if (ok && used && n < cap) out[n++] = v;
+        }
+    }
+    return n;
 }

@@ -38,17 +38,35 @@ check 0 out "" "$MKNPY" check copy p.npy o.npy
 # Sq != Skv, causal or not, and a key loop shorter than the pipeline (17 keys, one block)
 attn=$src/stdlib/attention.tile
 check 0 out "" "$TILEC" "$attn" --arch=sm_90a --kernel flash_attn_fwd -D D=64 -D BM=64 -D BN=32 --pass=$passes --emit=ir -o fa.tir
-# two key loops (the blocks below the diagonal, then the ones that straddle it), each with a
-# prologue load and a steady-state load per operand
+# both phases (unmasked, masked) pipelined: a prologue load and a loop load of K and of V each
 [ "$(grep -c "async_load %K" fa.tir)" -eq 4 ] && [ "$(grep -c "async_load %V" fa.tir)" -eq 4 ] ||
-  fail "flash_attn_fwd: K and V were not both pipelined"
+  fail "flash_attn_fwd: K and V were not both pipelined in both loops"
 grep -q "smem_alloc : smem<bf16>\[2, 32, 64\]" fa.tir || fail "flash_attn_fwd: no 2-stage buffer of [32, 64] tiles"
+# Q, loop-invariant, staged in shared memory once per loop (pipelined and fallback) and read
+# there by Q K^T
+[ "$(grep -c "smem_write" fa.tir)" -eq 4 ] || fail "flash_attn_fwd: Q was not staged once before each loop"
+# the fallback loops (tma_ready false: no descriptor), with Q staged in shared memory too
+sed -E 's/= tma_ready %[A-Za-z_0-9]+ : i1/= const 0 : i1/' fa.tir >fb.tir
+[ "$(grep -c "const 0 : i1" fb.tir)" -eq 4 ] || fail "flash_attn_fwd: the tma_ready tests were not replaced"
 for c in "70 100 0" "70 100 1" "100 70 1" "33 17 0"; do
   set -- $c
   args="Q=bf16[1,2,$1,64] K=bf16[1,2,$2,64] V=bf16[1,2,$2,64] O=bf16[1,2,$1,64] sm_scale=0.125 causal=$3 --seed $2"
   check 0 out "" "$TILEC" run fa.tir --interp $args --out O=p.npy
+  check 0 out "" "$TILEC" run fb.tir --interp $args --out O=f.npy
   check 0 out "" "$TILEC" run "$attn" --kernel flash_attn_fwd -D D=64 -D BM=64 -D BN=32 --interp $args --out O=o.npy
   check 0 out "" "$MKNPY" check copy p.npy o.npy
+  check 0 out "" "$MKNPY" check copy f.npy o.npy
+done
+# GQA (4 query heads over 2 KV heads) and the LSE variant, pipelined vs not: the same bytes
+check 0 out "" "$TILEC" "$attn" --arch=sm_90a --kernel flash_attn_fwd_lse -D D=64 -D BM=64 -D BN=32 --pass=$passes --emit=ir -o lse.tir
+[ "$(grep -c "smem_write" lse.tir)" -eq 4 ] || fail "flash_attn_fwd_lse: Q was not staged once before each loop"
+for c in "70 100 0" "100 70 1"; do
+  set -- $c
+  args="Q=bf16[2,4,$1,64] K=bf16[2,2,$2,64] V=bf16[2,2,$2,64] O=bf16[2,4,$1,64] LSE=f32[2,4,$1] sm_scale=0.125 causal=$3 --seed $1"
+  check 0 out "" "$TILEC" run lse.tir --interp $args --out O=p.npy --out LSE=pl.npy
+  check 0 out "" "$TILEC" run "$attn" --kernel flash_attn_fwd_lse -D D=64 -D BM=64 -D BN=32 --interp $args --out O=o.npy --out LSE=ol.npy
+  check 0 out "" "$MKNPY" check copy p.npy o.npy
+  check 0 out "" "$MKNPY" check copy pl.npy ol.npy
 done
 
 # grouped GEMM: a 3-d weight view (box [1, BN, BK]) pipelined beside the 2-d A

@@ -185,6 +185,12 @@ static void test_verify_rejects(void **state)
     expect_verify_error(K("  %t = smem_read %buf, %0 : tile<f32>[64]\n  %w = dot_wait %t : tile<f16>[64]\n"),
                         "result is tile<f16>[64], expected the operand's type tile<f32>[64]");
     expect_verify_error(K("  %w = dot_wait %buf : smem<f32>[2, 64]\n"), "expected the operand's type smem<f32>[2, 64]");
+    expect_verify_error(K("  %t = arange : tile<i32>[64]\n  smem_write %buf, %0, %t\n"),
+                        "value is tile<i32>[64], expected tile<f32>[64]");
+    expect_verify_error(K("  %t = splat %f : tile<f32>[64]\n  smem_write %X, %0, %t\n"),
+                        "first operand is tensor<f32, 1>, not an smem buffer");
+    expect_verify_error(K("  %t = splat %f : tile<f32>[64]\n  smem_write %buf, %f, %t\n"),
+                        "operand 1 is f32, not an integer scalar");
     expect_verify_error(K("  %r = tma_ready %buf : i1\n"), "operand is smem<f32>[2, 64], not a tensor");
     expect_verify_error(K("  %r = tma_ready %X : i32\n"), "result is i32, expected i1");
     expect_verify_error(K("  %z = const 0 : f32\n  %a = splat %z : tile<f32>[16, 16]\n"
@@ -427,7 +433,7 @@ static void test_protocol_errors(void **state)
     expect_protocol_error(P("  async_wait %buf, %1, %0 loc(6:3)\n"),
                           "t.tir:6:3: error: async_wait on stage 1, which no async_load has filled");
     expect_protocol_error(P("  %t = smem_read %buf, %1 : tile<f32>[64] loc(6:8)\n"),
-                          "t.tir:6:8: error: smem_read of stage 1, which no async_load has filled");
+                          "t.tir:6:8: error: smem_read of stage 1, which no async_load or smem_write has filled");
     expect_protocol_error(P("  %2 = const 2 : i32\n  async_load %X, %buf, %2, %0 loc(7:3)\n"),
                           "t.tir:7:3: error: async_load on stage 2 of a buffer with 2 stages");
     expect_protocol_error(P("  %2 = const -1 : i32\n  async_wait %buf, %2, %0 loc(7:3)\n"),
@@ -436,7 +442,31 @@ static void test_protocol_errors(void **state)
     expect_protocol_error(P("  async_wait %buf, %0, %0\n"
                             "  %b2 = smem_alloc : smem<f32>[2, 64]\n"
                             "  %t = smem_read %b2, %0 : tile<f32>[64] loc(8:8)\n"),
-                          "t.tir:8:8: error: smem_read of stage 0, which no async_load has filled");
+                          "t.tir:8:8: error: smem_read of stage 0, which no async_load or smem_write has filled");
+    /* smem_write fills a stage at once, without a barrier phase: read back in place of a load */
+    assert_true(run_protocol(P("  async_wait %buf, %0, %0\n"
+                               "  %t = smem_read %buf, %0 : tile<f32>[64]\n"
+                               "  %c = const 2 : f32\n"
+                               "  %s = splat %c : tile<f32>[64]\n"
+                               "  %u = mul %t, %s : tile<f32>[64]\n"
+                               "  smem_write %buf, %1, %u\n"
+                               "  %v = smem_read %buf, %1 : tile<f32>[64]\n"
+                               "  block_store %Y, %0, %v\n"),
+                             Y));
+    for (int i = 0; i < 64; i++) assert_true(Y[i] == (float)(2 * i));
+    /* ... and a later load into the stage takes the phase after the loads before it */
+    assert_true(run_protocol(P("  async_wait %buf, %0, %0\n"
+                               "  %t = smem_read %buf, %0 : tile<f32>[64]\n"
+                               "  smem_write %buf, %0, %t\n"
+                               "  %2 = const 64 : i32\n"
+                               "  async_load %X, %buf, %0, %2\n"
+                               "  async_wait %buf, %0, %1\n"
+                               "  %v = smem_read %buf, %0 : tile<f32>[64]\n"
+                               "  block_store %Y, %0, %v\n"),
+                             Y));
+    for (int i = 0; i < 64; i++) assert_true(Y[i] == (float)(64 + i));
+    expect_protocol_error(P("  %c = const 1 : f32\n  %t = splat %c : tile<f32>[64]\n  smem_write %buf, %0, %t loc(8:3)\n"),
+                          "t.tir:8:3: error: smem_write on stage 0, which has an async_load in flight");
 }
 
 /* tma_ready: true, or false with InterpOptions.no_tma; barrier does nothing;
