@@ -221,6 +221,14 @@ void cg_convert_layout(Cg *cg, IrVal v, const Layout *to, LLVMValueRef *out)
     uint32_t *src = ARENA_ARRAY(cg->scratch, uint32_t, layout_nregs(to));
     if (from && same_threads(from, to, src)) { /* a register renaming: no shared memory, no barrier */
         for (uint32_t r = 0; r < layout_nregs(to); r++) out[r] = cg_reg(cg, v, src[r]);
+        if (diag_remark_on(cg->d, DIAG_REMARK_layout)) {
+            StrBuf t = {0};
+            ir_ty_print(&t, ir_vty(cg->f, v));
+            diag_remark(cg->d, DIAG_REMARK_layout, cg->loc,
+                        "layout conversion of %s: registers renamed (every thread holds its elements already), "
+                        "no shared memory", t.s);
+            sb_free(&t);
+        }
         return;
     }
     smem_gather(cg, v, to, same_index, NULL, out, "layout conversion");
