@@ -11,18 +11,16 @@
 
 #include "../common/base.h"
 #include "../common/diag.h"
+#include "../ir/target.h"
 
 typedef struct CgTarget {
-    const char *arch;   /* "sm_80", "sm_89", "sm_90", "sm_90a" */
+    const IrTarget *arch; /* a row of ir/target.def; never NULL */
     int opt_level;      /* 0..3 */
     bool lineinfo;      /* .loc and -lineinfo: on by default */
     bool verbose;       /* -v: registers, shared memory, spills per kernel */
     bool debug;         /* -g: keep assert() in the kernels (dropped otherwise) */
     bool fast_math;     /* --fast-math: approximate math and f32 division (see lower_math.c) */
 } CgTarget;
-
-/* Is `arch` one tilec targets?  Also gives the PTX ISA version it needs. */
-bool cg_arch_valid(const char *arch);
 
 /* target.c: runs LLVM's optimisation pipeline at opt_level on the module (an
  * LLVMModuleRef passed as void* to keep LLVM out of this header) and writes

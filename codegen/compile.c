@@ -34,10 +34,7 @@ void cg_result_free(CgResult *r)
 bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit upto, CgResult *out, Diag *d)
 {
     memset(out, 0, sizeof *out);
-    if (!cg_arch_valid(t->arch)) {
-        diag_error_noloc(d, "unknown GPU arch '%s' (use sm_80, sm_86, sm_89, sm_90 or sm_90a)", t->arch);
-        return false;
-    }
+    TL_ASSERT(t->arch, "codegen");
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(m->file, ctx);
     out->facts = tl_xcalloc(m->nfuncs ? m->nfuncs : 1, sizeof *out->facts);

@@ -151,11 +151,11 @@ static void smem_gather(Cg *cg, IrVal x, const Layout *to, SrcIndexFn src_index,
     LLVMTypeRef et = cg_elem_type(cg, xt), st = store_type(cg, et);
     uint32_t esize = xt.isptr ? 8 : (uint32_t)dt_bytes((DType)xt.dt);
     uint64_t bytes = (uint64_t)ir_ty_numel(xt) * esize;
-    if (bytes > 227 * 1024) {
+    if (bytes > cg->target->arch->smem_per_cta) {
         uint32_t def = ir_def(cg->f, x);
         diag_error(cg->d, def == UINT32_MAX ? cg->f->loc : ir_op(cg->f, def)->loc,
                    "tile of %lld elements is too large to move between threads through shared memory (%llu bytes; "
-                   "at most 232448)", (long long)ir_ty_numel(xt), (unsigned long long)bytes);
+                   "at most %u)", (long long)ir_ty_numel(xt), (unsigned long long)bytes, cg->target->arch->smem_per_cta);
         cg->failed = true;
         for (uint32_t r = 0; r < layout_nregs(to); r++) out[r] = LLVMGetUndef(et);
         return;

@@ -109,10 +109,10 @@ static void fma_path(Cg *cg, IrOp *op, LLVMValueRef *out)
     const Layout *LC = cg_layout(cg, res);
     uint32_t n = layout_nregs(LC);
     uint64_t bytes = ((uint64_t)M * K + (uint64_t)K * N) * 4;
-    if (bytes > 227 * 1024) {
+    if (bytes > cg->target->arch->smem_per_cta) {
         diag_error(cg->d, op->loc, "dot of [%d, %d] x [%d, %d] needs %llu bytes of shared memory on this path "
-                   "(f32 or fp8 operands, or shapes mma.sync cannot tile); at most 232448", M, K, K, N,
-                   (unsigned long long)bytes);
+                   "(f32 or fp8 operands, or shapes mma.sync cannot tile); at most %u", M, K, K, N,
+                   (unsigned long long)bytes, cg->target->arch->smem_per_cta);
         cg->failed = true;
         for (uint32_t r = 0; r < n; r++) out[r] = LLVMConstReal(cg->f32, 0);
         return;
@@ -176,10 +176,11 @@ static void place(CgWgmmaPlan *p)
     p->bytes = b_copy ? p->b.off + bbytes : a_copy ? abytes : 0;
 }
 
-bool cg_wgmma_plan(IrType at, IrType bt, const Layout *La, const Layout *Lb, int warps, CgWgmmaPlan *p)
+bool cg_wgmma_plan(const IrTarget *t, IrType at, IrType bt, const Layout *La, const Layout *Lb, int warps,
+                   CgWgmmaPlan *p)
 {
     memset(p, 0, sizeof *p);
-    if (!layout_wgmma_shape(at, bt, warps, &p->w)) return false;
+    if (!layout_wgmma_shape(t, at, bt, warps, &p->w)) return false;
     p->M = at.dims[0];
     p->K = at.dims[1];
     p->N = bt.dims[1];
@@ -444,10 +445,10 @@ void cg_lower_DOT(Cg *cg, uint32_t opid, IrOp *op)
     uint32_t n = layout_nregs(LC);
     LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
     int warps = cg->warps, wm = warps >= 4 ? warps / 2 : warps, wn = warps / wm;
-    if (layout_arch_has_wgmma(cg->target->arch)) {
+    if (ir_target_has(cg->target->arch, IR_TGT_WGMMA)) {
         IrVal a = ir_opnd(f, op, 0), b = ir_opnd(f, op, 1);
         CgWgmmaPlan plan;
-        if (cg_wgmma_plan(at, ir_vty(f, b), cg_layout(cg, a), cg_layout(cg, b), warps, &plan)) {
+        if (cg_wgmma_plan(cg->target->arch, at, ir_vty(f, b), cg_layout(cg, a), cg_layout(cg, b), warps, &plan)) {
             Layout wl = layout_wgmma_acc(ct, plan.w.wgm, plan.w.wgn, plan.w.instr_n);
             if (layout_eq(&wl, LC)) {
                 /* operands that are buffer stages are read in place where wgmma can */

@@ -65,7 +65,7 @@ typedef struct Cg {
 typedef void (*CgHook)(Cg *cg, uint32_t opid, IrOp *op);
 
 /* occupancy.c: CTAs per SM to ask ptxas for (.minnctapersm; 0 or 1: no hint) */
-int cg_min_ctas(IrFunc *f, int warps);
+int cg_min_ctas(IrFunc *f, const IrTarget *tg, int warps);
 
 /* lower.c */
 LLVMTypeRef cg_elem_type(Cg *cg, IrType t);          /* of one element (pointer tiles: ptr addrspace(1)) */
@@ -225,7 +225,8 @@ typedef struct CgWgmmaPlan {
 } CgWgmmaPlan;
 /* La, Lb: the operands' register layouts, which pick K- or MN-major (NULL:
  * K-major).  False where layout_wgmma_shape refuses the operand types. */
-bool cg_wgmma_plan(IrType at, IrType bt, const Layout *La, const Layout *Lb, int warps, CgWgmmaPlan *p);
+bool cg_wgmma_plan(const IrTarget *t, IrType at, IrType bt, const Layout *La, const Layout *Lb, int warps,
+                   CgWgmmaPlan *p);
 /* Plans operand op (of type t: A [M, K], B [K, N]) to be read from a buffer stage
  * laid out as S (over the buffer's tile; trans: the operand is that tile
  * transposed) instead of from a copy: K- or MN-major as the buffer is, which must

@@ -251,11 +251,11 @@ static void assign_op(LayoutState *s, IrOp *op)
     }
     case IR_DOT: {
         IrType t = ir_vty(f, r0);
-        /* sm_90a: the wgmma accumulator, which codegen (lower_dot.c) checks
+        /* with wgmma: its accumulator, which codegen (lower_dot.c) checks
          * for with the same layout_wgmma_shape before issuing wgmma */
         WgmmaShape w;
-        if (f->mod && layout_arch_has_wgmma(f->mod->arch) &&
-            layout_wgmma_shape(ir_vty(f, ir_opnd(f, op, 0)), ir_vty(f, ir_opnd(f, op, 1)), s->warps, &w)) {
+        if (f->mod &&
+            layout_wgmma_shape(f->mod->target, ir_vty(f, ir_opnd(f, op, 0)), ir_vty(f, ir_opnd(f, op, 1)), s->warps, &w)) {
             Layout L = layout_wgmma_acc(t, w.wgm, w.wgn, w.instr_n);
             set(s, r0, &L);
             /* an operand transposed on the way in (B given as [N, K]) keeps

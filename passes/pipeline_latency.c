@@ -1,6 +1,6 @@
 /* pipeline_latency.c: latency assignment, the first pipelining pass (pipeline.h).
  *
- * For every FOR loop, innermost first, on a target with TMA and wgmma (sm_90a):
+ * For every FOR loop, innermost first, on a target with wgmma (IR_TGT_WGMMA):
  *   1. Candidates: the block loads directly in the loop body that
  *        - read a 2-d tensor that is a kernel parameter (the runtime describes it
  *          to the TMA unit: one CUtensorMap per parameter),
@@ -16,7 +16,7 @@
  *          iterations early;
  *      and the loop's step is a positive constant.
  *   2. Stages S: the `pipeline(S)` hint, or PIPE_AUTO_STAGES without one; then
- *      as many as the shared-memory budget holds (what PIPE_SMEM_BUDGET has
+ *      as many as the shared-memory budget holds (what pipe_smem_budget has
  *      left after the kernel's loops visited before, over the bytes of one
  *      stage of every candidate: every loop's buffers have their own place).  `pipeline(1)` or a budget for
  *      fewer than 2 stages leaves the loop alone.
@@ -81,7 +81,7 @@ typedef struct Budget {
 static void assign(IrFunc *f, uint32_t loop, void *vb)
 {
     Budget *bud = vb;
-    if (!layout_arch_has_wgmma(f->mod->arch)) return;
+    if (!ir_target_has(f->mod->target, IR_TGT_WGMMA)) return;
     int64_t hint = f->ops[loop].attr.i;
     if (hint == 1 || !positive_const_step(f, loop)) return;
     IrBlk body = f->ops[loop].region[0];
@@ -98,7 +98,7 @@ static void assign(IrFunc *f, uint32_t loop, void *vb)
     if (ncand) {
         int64_t stages = hint ? hint : PIPE_AUTO_STAGES;
         if (stages > 16) stages = 16;
-        uint32_t left = PIPE_SMEM_BUDGET - bud->used;
+        uint32_t budget = pipe_smem_budget(f->mod->target), left = budget > bud->used ? budget - bud->used : 0;
         while (stages >= 2 && (uint64_t)stages * bytes > left) stages--;
         if (stages >= 2) {
             for (uint32_t i = 0; i < ncand; i++) f->ops[cand[i]].latency = (uint8_t)(stages - 1);

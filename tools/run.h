@@ -17,7 +17,6 @@
 #include "../ir/interp.h"
 #include "npy.h"
 
-#define DRIVER_DEFAULT_ARCH "sm_90a"
 #define DRIVER_DEFAULT_OPT 3
 #define RUN_DEFAULT_SEED 1
 #define RUN_DEFAULT_RTOL 1e-5
@@ -42,7 +41,7 @@ typedef struct DriverOpts {
     const char *dump_dir;       /* --ir-dump-dir */
     DiagColor color;
     bool verbose;               /* -v: stages and times; nvJitLink's per-kernel resource report */
-    const char *arch;           /* --arch: never NULL after parsing (DRIVER_DEFAULT_ARCH) */
+    const IrTarget *arch;       /* --arch: never NULL after parsing (ir_target_default()) */
     bool arch_given;            /* tilec run --device / bench: otherwise the device's own arch */
     bool debug;                 /* -g: keep assert checks in device code */
     bool lineinfo;              /* .loc line information (default on; --no-lineinfo) */

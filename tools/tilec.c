@@ -67,9 +67,9 @@ static const char usage_text[] =
     "                             ptx           PTX, with the kernel metadata (__tilec_meta)\n"
     "                             cubin         an ELF cubin for --arch, through nvJitLink\n"
     "                             header        a C header with one typed launch function per\n"
-    "                                           kernel (see 'C header' below)\n"
-    "  --arch=sm_80|sm_86|sm_89|sm_90|sm_90a\n"
-    "                           the GPU to compile for (default: sm_90a)\n"
+    "                                           kernel (see 'C header' below)\n";
+/* usage_text continues after the --arch option (print_help) */
+static const char usage_tail[] =
     "  -O0, -O1, -O2, -O3       optimization level (default -O3).  -O0: no IR passes, LLVM and\n"
     "                           ptxas at -O0; -O1..-O3: the IR pipeline, LLVM and ptxas at that\n"
     "                           level; -O is -O3.  A .tir runs the IR passes only when -O1..-O3 is\n"
@@ -226,14 +226,17 @@ int driver_common_opt(DriverOpts *o, int c, const char *arg)
         o->opt_level = arg[0] - '0';
         o->no_passes = o->opt_level == 0;
         return 1;
-    case OPT_ARCH:
-        if (!cg_arch_valid(arg)) {
-            driver_usage_error(o->cmd, "unknown GPU arch '--arch=%s' (use sm_80, sm_86, sm_89, sm_90 or sm_90a)", arg);
+    case OPT_ARCH: {
+        const IrTarget *tg = ir_target_find(arg);
+        if (!tg) {
+            IrTargetList l;
+            driver_usage_error(o->cmd, "unknown GPU arch '--arch=%s' (use %s)", arg, ir_target_list(&l, 0, ", ", " or "));
             return -1;
         }
-        o->arch = arg;
+        o->arch = tg;
         o->arch_given = true;
         return 1;
+    }
     case OPT_LINEINFO: o->lineinfo = true; return 1;
     case OPT_NO_LINEINFO: o->lineinfo = false; return 1;
     case OPT_FAST_MATH: o->fast_math = true; return 1;
@@ -266,7 +269,7 @@ void driver_opts_init(DriverOpts *o, const char *cmd)
     memset(o, 0, sizeof *o);
     o->cmd = cmd;
     o->opt_level = DRIVER_DEFAULT_OPT;
-    o->arch = DRIVER_DEFAULT_ARCH;
+    o->arch = ir_target_default();
     o->lineinfo = true;
 }
 
@@ -481,7 +484,7 @@ static bool run_passes(IrModule *m, Source *s, const DriverOpts *o)
     if (o->dump_dir && !make_dir(o->dump_dir, d)) return false;
     int errors = d->nerrors;
     double t = now();
-    m->arch = o->arch; /* backend passes named with --pass see the target too */
+    m->target = o->arch; /* backend passes named with --pass see the target too */
     bool ok = pass_run_pipeline(m, o->passes, o->npasses, &dump, d);
     stage(o, "passes", t);
     if (!ok && d->nerrors == errors) diag_error_noloc(d, "cannot write the IR dumps: %s", strerror(errno));
@@ -533,7 +536,7 @@ bool driver_codegen(Source *s, IrModule *m, const DriverOpts *o, CgEmit upto, Cg
     if (o->dump_dir && !make_dir(o->dump_dir, d)) return false;
     int errors = d->nerrors;
     double t = now();
-    m->arch = o->arch; /* the layout pass gives DOT the wgmma accumulator on sm_90a */
+    m->target = o->arch; /* the layout pass gives DOT the wgmma accumulator where the target has it */
     bool ok = pass_run_backend(m, &dump, d);
     stage(o, "layout", t);
     if (!ok && d->nerrors == errors) diag_error_noloc(d, "cannot write the IR dumps: %s", strerror(errno));
@@ -604,7 +607,7 @@ static bool emit_header(const DriverOpts *o, const CompileOpts *co, Source *s, I
     HeaderOpts h = {
         .module_name = name,
         .source = o->input,
-        .arch = o->arch,
+        .arch = o->arch->name,
         .opt_level = o->opt_level,
         .debug = o->debug,
         .cubin = r.cubin,
@@ -700,7 +703,11 @@ static int compile(const DriverOpts *o, const CompileOpts *co)
 
 static void print_help(void)
 {
+    IrTargetList l;
     fputs(usage_text, stdout);
+    printf("  --arch=%s\n                           the GPU to compile for (default: %s)\n",
+           ir_target_list(&l, 0, "|", "|"), ir_target_default()->name);
+    fputs(usage_tail, stdout);
     fputs("\nPasses (the default pipeline runs the IR passes, in this order; layout runs before code "
           "generation):\n", stdout);
     for (size_t i = 0; i < pass_count; i++)
