@@ -1,6 +1,7 @@
 /* lower_async.c: the pipelining ops (ir/ops.def): SMEM_ALLOC, ASYNC_LOAD,
- * ASYNC_WAIT, SMEM_READ, BARRIER, DOT_WAIT, TMA_READY, on sm_90 TMA and mbarriers;
- * and BLOCK_STOREs through shared memory and TMA stores on sm_90a.
+ * ASYNC_WAIT, SMEM_READ, BARRIER, DOT_WAIT, TMA_READY (TMA and mbarriers, on
+ * targets with IR_TGT_TMA); and BLOCK_STOREs through shared memory and TMA
+ * stores (IR_TGT_TMA_STORE).
  *
  * 1. Plan (cg_async_plan, before the signature): every SMEM_ALLOC gets a static
  *    region of dynamic shared memory, its stages 1024-aligned, and one 8-byte

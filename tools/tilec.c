@@ -484,7 +484,6 @@ static bool run_passes(IrModule *m, Source *s, const DriverOpts *o)
     if (o->dump_dir && !make_dir(o->dump_dir, d)) return false;
     int errors = d->nerrors;
     double t = now();
-    m->target = o->arch; /* backend passes named with --pass see the target too */
     bool ok = pass_run_pipeline(m, o->passes, o->npasses, &dump, d);
     stage(o, "passes", t);
     if (!ok && d->nerrors == errors) diag_error_noloc(d, "cannot write the IR dumps: %s", strerror(errno));
@@ -511,6 +510,7 @@ IrModule *driver_build_ir(Source *s, const DriverOpts *o)
         }
     }
     if (!m) return NULL;
+    m->target = o->arch; /* the passes (backend ones named with --pass too) and num_sms() in the interpreter */
 
     double t = now();
     bool valid = ir_verify_module(m, d, s->is_tir ? "parse" : "lower");

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "ir/target.h"
+#include "runtime/meta.h"
 
 static void lookup(void **state)
 {
@@ -42,6 +43,8 @@ static void rows(void **state)
         const IrTarget *t = &ir_targets[i];
         assert_true(ir_target_has(t, IR_TGT_MMA_SYNC | IR_TGT_CP_ASYNC));
         assert_int_equal(ir_target_has(t, IR_TGT_TMA), t->sm >= 90);
+        /* the runtime's metadata reader takes TMA records from that SM version on */
+        assert_int_equal(ir_target_has(t, IR_TGT_TMA), t->sm >= TILERT_META_TMA_MIN_SM);
         assert_int_equal(ir_target_has(t, IR_TGT_FP8_CVT), t->sm >= 89);
         /* the features that need a later one */
         if (ir_target_has(t, IR_TGT_TMA_STORE)) assert_true(ir_target_has(t, IR_TGT_TMA));
