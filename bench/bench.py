@@ -4,8 +4,8 @@
 Run on the GPU machine (it has torch; this one has not):
     python3 bench/bench.py --tilec PATH/tilec --lib PATH/libtilert.so [--only vadd,softmax] [--runs 50]
 
-Each kernel is compiled to a cubin by tilec, loaded through libtilert (ctypes),
-and launched on torch's current stream on tensors torch allocated, so tilec and
+Each kernel is compiled to a cubin by tilec, loaded through libtilert (the tilec Python package,
+python/tilec) and launched on torch's current stream on tensors torch allocated, so tilec and
 the baseline see the same data and the same timing method:
   - random inputs (never zeros), warm-up runs, then `runs` timed runs, each
     preceded by an L2 flush (a 256 MiB write) outside the timed region;
@@ -15,6 +15,9 @@ The table: kernel, shape, dtype, tilec median (us), baseline median (us), the
 achieved TB/s (memory-bound kernels: bytes read + written) or TFLOP/s, and
 tilec / baseline speed (baseline time / tilec time: > 1 means tilec is faster).
 Correctness is checked against the baseline's output before timing.
+
+--only attention (issue 10): flash_attn_fwd against SDPA's cuDNN and FLASH_ATTENTION backends,
+MHA and GQA (enable_gqa), causal and not, D 64 and 128, S 1024 to 16384.
 
 --only softmax-sweep,rmsnorm-sweep (issue 3): every candidate parameter set of stdlib softmax
 (ROWS, WARPS, PERSIST, EXACT, BLOCK) and rmsnorm (BLOCK), each also under the TILEC_MIN_CTAS
@@ -36,84 +39,49 @@ import tempfile
 
 import torch
 
-# ---- libtilert through ctypes ------------------------------------------------------
-MAX_RANK = 4
-DT = {torch.float32: 14, torch.bfloat16: 13, torch.float16: 12, torch.int32: 4, torch.int64: 5,
-      torch.uint8: 6, torch.int8: 2, torch.float8_e4m3fn: 10, torch.float8_e5m2: 11}
-ARG_TENSOR, ARG_PTR, ARG_INT, ARG_FLOAT = 1, 2, 3, 4
+# ---- libtilert through the tilec Python package (python/tilec, beside bench/ here and in the bundle)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import tilec  # noqa: E402
+from tilec import _args, _rt  # noqa: E402
 
-
-class Tensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int), ("rank", ctypes.c_int32),
-                ("shape", ctypes.c_int64 * MAX_RANK), ("stride", ctypes.c_int64 * MAX_RANK)]
-
-
-class ArgValue(ctypes.Union):
-    _fields_ = [("tensor", Tensor), ("ptr", ctypes.c_void_p), ("i", ctypes.c_int64),
-                ("u", ctypes.c_uint64), ("f", ctypes.c_double), ("bits", ctypes.c_uint64)]
-
-
-class Arg(ctypes.Structure):
-    _fields_ = [("kind", ctypes.c_int), ("dtype", ctypes.c_int), ("v", ArgValue)]
+Arg = _rt.Arg   # one tilert_arg (bench/gemm.py builds arrays of them)
 
 
 class Tilert:
+    """libtilert at `path` as bench.py and gemm.py use it: modules by path, kernels as the handles
+    tilert_launch takes (lib), and check() raising tilec's errors (RuntimeErrors)."""
+
     def __init__(self, path):
-        self.lib = ctypes.CDLL(path)
-        self.lib.tilert_last_error.restype = ctypes.c_char_p
-        self.lib.tilert_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(Arg), ctypes.c_int]
+        self.rt = tilec.library(path)
+        self.lib = self.rt.lib
+        self.modules = []   # loaded modules stay loaded, as their kernels are launched by handle
 
     def check(self, status, what):
-        if status != 0:
-            raise RuntimeError("%s: %s" % (what, self.lib.tilert_last_error().decode()))
+        self.rt.check(status, what)
 
     def load(self, cubin):
-        m = ctypes.c_void_p()
-        self.check(self.lib.tilert_module_load_file(cubin.encode(), ctypes.byref(m)), "load " + cubin)
+        m = tilec.load(cubin)
+        self.modules.append(m)
         return m
 
     def kernel(self, module, name):
-        k = ctypes.c_void_p()
-        self.check(self.lib.tilert_kernel_get(module, name.encode(), ctypes.byref(k)), "kernel " + name)
-        return k
+        return module.kernel(name)._h
 
 
 def tensor_arg(t):
-    a = Arg()
-    a.kind = ARG_TENSOR
-    a.dtype = DT[t.dtype]
-    tt = a.v.tensor
-    tt.data = t.data_ptr()
-    tt.dtype = DT[t.dtype]
-    tt.rank = t.dim()
-    for i in range(t.dim()):
-        tt.shape[i] = t.shape[i]
-        tt.stride[i] = t.stride()[i]
-    return a
+    return _args.to_arg(tilec.library(), t, _rt.PARAM_TENSOR)[0]
 
 
 def ptr_arg(t):
-    a = Arg()
-    a.kind = ARG_PTR
-    a.dtype = DT[t.dtype]
-    a.v.ptr = t.data_ptr()
-    return a
+    return _args.to_arg(tilec.library(), t, _rt.PARAM_PTR)[0]
 
 
-def int_arg(v, dtype=4):
-    a = Arg()
-    a.kind = ARG_INT
-    a.dtype = dtype
-    a.v.i = v
-    return a
+def int_arg(v):
+    return _args.to_arg(tilec.library(), int(v), _rt.PARAM_SCALAR)[0]
 
 
-def float_arg(v, dtype=14):
-    a = Arg()
-    a.kind = ARG_FLOAT
-    a.dtype = dtype
-    a.v.f = v
-    return a
+def float_arg(v):
+    return _args.to_arg(tilec.library(), float(v), _rt.PARAM_SCALAR)[0]
 
 
 # ---- timing ---------------------------------------------------------------------------
@@ -439,6 +407,54 @@ def bench_gemm(b, root):
                  lambda: torch.matmul(a, bb), 2 * m * n * kk, "TFLOP/s", ok)
 
 
+def bench_attention(b, root):
+    """flash_attn_fwd against scaled_dot_product_attention's cuDNN and FLASH_ATTENTION (FA2) backends
+    (issue 10): B * Hq * S = 262144 with Hq = 16, S from 1024 to 16384, D 64 and 128, causal and not;
+    GQA (Hq = 32, Hkv = 8, enable_gqa) at S = 4096 and 16384; one [B, S, H, D]-memory row (strided
+    views).  TFLOP/s = 4 B Hq Sq Skv D / time, halved for causal.  Each tilec result is checked
+    against the cuDNN output first."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+    src = os.path.join(root, "stdlib/attention.tile")
+    kernels = {d: b.compile(src, "flash_attn_fwd", {"T": "bf16", "D": d}) for d in (64, 128)}
+    shapes = [(262144 // (16 * s), 16, 16, s, d, c, False) for d in (128, 64) for s in (1024, 2048, 4096, 8192, 16384)
+              for c in (0, 1)]
+    shapes += [(max(1, 262144 // (32 * s)), 32, 8, s, 128, c, False) for s in (4096, 16384) for c in (0, 1)]
+    shapes += [(262144 // (16 * 4096), 16, 16, 4096, 128, 0, True)]
+    backends = [("cuDNN", SDPBackend.CUDNN_ATTENTION), ("FA2", SDPBackend.FLASH_ATTENTION)]
+    for bsz, hq, hkv, s, d, causal, bshd in shapes:
+        if bshd:  # [B, S, H, D] memory, passed as [B, H, S, D] views with its strides
+            q, k, v = (rand([bsz, s, h, d], torch.bfloat16).transpose(1, 2) for h in (hq, hkv, hkv))
+            o = torch.full([bsz, s, hq, d], float("nan"), device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+        else:
+            q, k, v = (rand([bsz, h, s, d], torch.bfloat16) for h in (hq, hkv, hkv))
+            o = torch.full([bsz, hq, s, d], float("nan"), device="cuda", dtype=torch.bfloat16)
+        scale = 1 / d ** 0.5
+        args = [tensor_arg(q), tensor_arg(k), tensor_arg(v), tensor_arg(o), float_arg(scale), int_arg(causal)]
+        kk = kernels[d]
+        b.launch(kk, args)
+        gqa = hq != hkv
+
+        def sdpa(be):
+            with sdpa_kernel(be):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal), scale=scale, enable_gqa=gqa)
+        ok = True
+        work = 4 * bsz * hq * s * s * d // (2 if causal else 1)
+        shape = "B=%d Hq=%d Hkv=%d S=%d D=%d%s%s" % (bsz, hq, hkv, s, d, " causal" if causal else "",
+                                                    " bshd" if bshd else "")
+        for i, (name, be) in enumerate(backends):
+            try:
+                ref = sdpa(be)
+            except RuntimeError as e:  # a backend that does not take this shape: say so, keep going
+                print("attention %s: SDPA %s unavailable: %s" % (shape, name, str(e).splitlines()[0]),
+                      file=sys.stderr)
+                continue
+            if i == 0 or not ok:
+                ok = close(o, ref, 2e-2, 2e-2)
+            b.record("flash_attn_fwd vs SDPA " + name, shape, "bf16", lambda: b.launch(kk, args),
+                     lambda: sdpa(be), work, "TFLOP/s", ok)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tilec", required=True)
@@ -455,7 +471,7 @@ def main():
                "softmax": lambda: bench_softmax(b, args.root), "rmsnorm": lambda: bench_rmsnorm(b, args.root),
                "softmax-fast": lambda: bench_softmax(b, args.root, ("--fast-math",)),
                "rmsnorm-fast": lambda: bench_rmsnorm(b, args.root, ("--fast-math",)),
-               "gemm": lambda: bench_gemm(b, args.root),
+               "gemm": lambda: bench_gemm(b, args.root), "attention": lambda: bench_attention(b, args.root),
                "softmax-sweep": lambda: bench_sweep(b, args.root, "softmax"),
                "rmsnorm-sweep": lambda: bench_sweep(b, args.root, "rmsnorm"),
                "rmsnorm-lab": lambda: bench_sweep(b, args.root, "rmsnorm", lab=True),

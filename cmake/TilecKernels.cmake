@@ -4,13 +4,15 @@
 #   tilec_add_kernels(TARGET <target> SOURCES <file.tile>...
 #                     [ARCH <one of TILEC_ARCHS>]             # default: ${TILEC_ARCH}, else TILEC_DEFAULT_ARCH
 #                     [DEFINES NAME=VALUE...]                  # -D for every source
+#                     [SPECS "NAME=VALUE[,NAME=VALUE...]"...]  # --spec: several specializations
+#                                                              # in one header (K__P_V_launch)
 #                     [KERNEL <name>]                          # only this kernel of each source
 #                     [OPTIONS <tilec option>...]              # e.g. -O2 -g --no-lineinfo
 #                     [OUTPUT_DIR <dir>]                       # default: <binary dir>/tilec/<target>
 #                     [HEADERS_VAR <var>])                     # set to the list of generated headers
 #
 # For each FILE.tile, a build rule runs
-#     tilec FILE.tile --emit=header --embed --arch=ARCH [-D...] [OPTIONS] -o OUTPUT_DIR/FILE.h
+#     tilec FILE.tile --emit=header --embed --arch=ARCH [-D...] [--spec...] [OPTIONS] -o OUTPUT_DIR/FILE.h
 # whenever the source or tilec changes.  The header holds the cubin and one typed
 # launch function per kernel (see tilec --help).  The headers become sources of
 # <target> (an existing executable or library, in the current directory), their
@@ -24,7 +26,7 @@
 include_guard(GLOBAL)
 
 function(tilec_add_kernels)
-  cmake_parse_arguments(PARSE_ARGV 0 TK "" "TARGET;ARCH;KERNEL;OUTPUT_DIR;HEADERS_VAR" "SOURCES;DEFINES;OPTIONS")
+  cmake_parse_arguments(PARSE_ARGV 0 TK "" "TARGET;ARCH;KERNEL;OUTPUT_DIR;HEADERS_VAR" "SOURCES;DEFINES;SPECS;OPTIONS")
   if(TK_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "tilec_add_kernels: unknown arguments: ${TK_UNPARSED_ARGUMENTS}")
   endif()
@@ -81,6 +83,13 @@ function(tilec_add_kernels)
     endif()
     list(APPEND defines -D ${d})
   endforeach()
+  set(specs "")
+  foreach(sp IN LISTS TK_SPECS)
+    if(NOT sp MATCHES "^[A-Za-z_][A-Za-z_0-9]*=[^,]+(,[A-Za-z_][A-Za-z_0-9]*=[^,]+)*$")
+      message(FATAL_ERROR "tilec_add_kernels(TARGET ${TK_TARGET}): SPECS wants NAME=VALUE[,NAME=VALUE...], not '${sp}'")
+    endif()
+    list(APPEND specs --spec ${sp})
+  endforeach()
   set(kernel "")
   if(TK_KERNEL)
     set(kernel --kernel ${TK_KERNEL})
@@ -97,7 +106,7 @@ function(tilec_add_kernels)
     endif()
     add_custom_command(
       OUTPUT ${hdr}
-      COMMAND ${tilec_cmd} ${src_abs} --emit=header --embed --arch=${TK_ARCH} ${defines} ${kernel} ${TK_OPTIONS}
+      COMMAND ${tilec_cmd} ${src_abs} --emit=header --embed --arch=${TK_ARCH} ${defines} ${specs} ${kernel} ${TK_OPTIONS}
               --diagnostics-color=never -o ${hdr}
       DEPENDS ${src_abs} ${tilec_dep}
       COMMENT "tilec ${name}.tile -> ${name}.h (${TK_ARCH})"

@@ -20,6 +20,7 @@ typedef struct CgTarget {
     bool verbose;       /* -v: registers, shared memory, spills per kernel */
     bool debug;         /* -g: keep assert() in the kernels (dropped otherwise) */
     bool fast_math;     /* --fast-math: approximate math and f32 division (see lower_math.c) */
+    bool keep_llvm;     /* --save-temps: CgResult.llvm holds the LLVM IR also when compiling further */
 } CgTarget;
 
 /* target.c: runs LLVM's optimisation pipeline at opt_level on the module (an
@@ -51,5 +52,9 @@ struct IrModule;
 /* Compiles every kernel of m (the layout pass must have run) up to `upto`. */
 bool cg_compile_module(struct IrModule *m, const CgTarget *t, CgEmit upto, CgResult *out, Diag *d);
 void cg_result_free(CgResult *r);
+
+/* What ptxas reported for kernel `name` in an info log (CgResult.info):
+ * registers per thread and spill bytes.  False when the log has no such block. */
+bool cg_ptxas_usage(const char *log, const char *name, int *regs, int *spill_stores, int *spill_loads);
 
 #endif

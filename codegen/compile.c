@@ -31,6 +31,57 @@ void cg_result_free(CgResult *r)
     memset(r, 0, sizeof *r);
 }
 
+/* ptxas's report (nvJitLink's info log) on kernel `name`:
+ *   ptxas info    : Compiling entry function 'NAME' for 'sm_90a'
+ *   ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ *   ptxas info    : Used 36 registers, used 0 barriers
+ * False when the log has no such block. */
+bool cg_ptxas_usage(const char *log, const char *name, int *regs, int *spill_st, int *spill_ld)
+{
+    char head[512];
+    snprintf(head, sizeof head, "Compiling entry function '%s'", name);
+    const char *p = log ? strstr(log, head) : NULL;
+    if (!p) return false;
+    const char *end = strstr(p + 1, "Compiling entry function");
+    *regs = *spill_st = *spill_ld = 0;
+    bool got = false;
+    const char *u = strstr(p, "Used ");
+    if (u && (!end || u < end)) got = sscanf(u, "Used %d registers", regs) == 1;
+    const char *s = strstr(p, "bytes spill stores");
+    if (s && (!end || s < end)) {
+        const char *q = s;
+        while (q > p && q[-1] != ',' && q[-1] != '.') q--;
+        sscanf(q, " %d", spill_st);
+        sscanf(s, "bytes spill stores, %d bytes spill loads", spill_ld);
+    }
+    return got;
+}
+
+/* The occupancy remark of every kernel: the hint, its estimate, and (with a
+ * cubin) what ptxas used. */
+static void remark_occupancy(IrModule *m, const CgTarget *t, const CgResult *out, bool ptxas_ran, Diag *d)
+{
+    for (uint32_t i = 0; i < m->nfuncs && i < out->nfacts; i++) {
+        IrFunc *f = m->funcs[i];
+        CgOccupancy occ, *o = &occ;
+        cg_min_ctas(f, t->arch, out->facts[i].warps, o);
+        StrBuf b = {0};
+        if (o->min_ctas > 1) sb_printf(&b, "occupancy hint %d CTAs per SM (.minnctapersm)", o->min_ctas);
+        else sb_puts(&b, "no occupancy hint");
+        if (o->regs)
+            sb_printf(&b, ": tiles need about %.0f registers per thread, %d with addressing and temporaries, "
+                      "%d threads per CTA", o->peak, o->regs, 32 * out->facts[i].warps);
+        else if (o->why)
+            sb_printf(&b, " (%s)", o->why);
+        int regs, st, ld;
+        if (!ptxas_ran) sb_puts(&b, "; ptxas did not run (it runs for a cubin)");
+        else if (cg_ptxas_usage(out->info.s, f->name, &regs, &st, &ld))
+            sb_printf(&b, "; ptxas used %d registers, %d bytes spill stores, %d bytes spill loads", regs, st, ld);
+        diag_remark(d, DIAG_REMARK_occupancy, f->loc, "%s", b.s);
+        sb_free(&b);
+    }
+}
+
 bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit upto, CgResult *out, Diag *d)
 {
     memset(out, 0, sizeof *out);
@@ -52,12 +103,18 @@ bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit upto, CgResult *ou
         return false;
     }
     if (upto == CG_EMIT_LLVM) {
+        if (diag_remark_on(d, DIAG_REMARK_occupancy)) remark_occupancy(m, t, out, false, d);
         char *s = LLVMPrintModuleToString(mod);
         sb_puts(&out->llvm, s);
         LLVMDisposeMessage(s);
         LLVMDisposeModule(mod);
         LLVMContextDispose(ctx);
         return true;
+    }
+    if (t->keep_llvm) {
+        char *s = LLVMPrintModuleToString(mod);
+        sb_puts(&out->llvm, s);
+        LLVMDisposeMessage(s);
     }
     ok = cg_emit_ptx(mod, t, &out->ptx, d); /* consumes mod */
     LLVMContextDispose(ctx);
@@ -71,6 +128,8 @@ bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit upto, CgResult *ou
         cg_meta_ptx(&out->ptx, &meta);
     }
     arena_free(&a);
-    if (!ok || upto == CG_EMIT_PTX) return ok;
-    return cg_ptx_to_cubin(out->ptx.s, out->ptx.len, t, &out->cubin, &out->cubin_len, &out->info, d);
+    if (ok && upto == CG_EMIT_CUBIN)
+        ok = cg_ptx_to_cubin(out->ptx.s, out->ptx.len, t, &out->cubin, &out->cubin_len, &out->info, d);
+    if (ok && diag_remark_on(d, DIAG_REMARK_occupancy)) remark_occupancy(m, t, out, upto == CG_EMIT_CUBIN, d);
+    return ok;
 }

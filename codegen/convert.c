@@ -145,12 +145,21 @@ void cg_smem_load_shared(Cg *cg, const Layout *L, const SharedLayout *S, LLVMTyp
     }
 }
 
-static void smem_gather(Cg *cg, IrVal x, const Layout *to, SrcIndexFn src_index, const void *ctx, LLVMValueRef *out)
+/* what: the movement, for the layout remark ("layout conversion", "broadcast", "transpose"). */
+static void smem_gather(Cg *cg, IrVal x, const Layout *to, SrcIndexFn src_index, const void *ctx, LLVMValueRef *out,
+                        const char *what)
 {
     IrType xt = ir_vty(cg->f, x);
     LLVMTypeRef et = cg_elem_type(cg, xt), st = store_type(cg, et);
     uint32_t esize = xt.isptr ? 8 : (uint32_t)dt_bytes((DType)xt.dt);
     uint64_t bytes = (uint64_t)ir_ty_numel(xt) * esize;
+    if (diag_remark_on(cg->d, DIAG_REMARK_layout)) {
+        StrBuf t = {0};
+        ir_ty_print(&t, xt);
+        diag_remark(cg->d, DIAG_REMARK_layout, cg->loc, "%s of %s: %llu bytes through shared memory, 3 barriers", what,
+                    t.s, (unsigned long long)bytes);
+        sb_free(&t);
+    }
     if (bytes > cg->target->arch->smem_per_cta) {
         uint32_t def = ir_def(cg->f, x);
         diag_error(cg->d, def == UINT32_MAX ? cg->f->loc : ir_op(cg->f, def)->loc,
@@ -183,7 +192,7 @@ static LLVMValueRef same_index(Cg *cg, const Layout *to, LLVMValueRef toff, uint
 
 void cg_convert_layout(Cg *cg, IrVal v, const Layout *to, LLVMValueRef *out)
 {
-    smem_gather(cg, v, to, same_index, NULL, out);
+    smem_gather(cg, v, to, same_index, NULL, out, "layout conversion");
 }
 
 /* BROADCAST: the source flat index keeps only the bits of the dims that are
@@ -210,7 +219,7 @@ static LLVMValueRef bcast_index(Cg *cg, const Layout *to, LLVMValueRef toff, uin
 void cg_convert_layout_bcast(Cg *cg, IrVal x, const Layout *to, uint32_t keep, LLVMValueRef *out)
 {
     BcastCtx c = {keep, cg_layout(cg, x)};
-    smem_gather(cg, x, to, bcast_index, &c, out);
+    smem_gather(cg, x, to, bcast_index, &c, out, "broadcast");
 }
 
 /* TRANS: result coordinate k is source coordinate perm[k]. */
@@ -243,7 +252,7 @@ void cg_transpose(Cg *cg, IrVal x, const int32_t *perm, const Layout *to, LLVMVa
         }
     }
     TransCtx c = {perm, cg_layout(cg, x)};
-    smem_gather(cg, x, to, trans_index, &c, out);
+    smem_gather(cg, x, to, trans_index, &c, out, "transpose");
 }
 
 /* ---- dtype conversion --------------------------------------------------------- */

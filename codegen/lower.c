@@ -205,7 +205,16 @@ void cg_value_as(Cg *cg, IrVal v, const Layout *L, LLVMValueRef *out)
         for (uint32_t r = 0; r < n; r++) out[r] = cg_reg(cg, v, r);
         return;
     }
-    if (remat(cg, v, L, out, 0)) return;
+    if (remat(cg, v, L, out, 0)) {
+        if (diag_remark_on(cg->d, DIAG_REMARK_layout)) {
+            StrBuf t = {0};
+            ir_ty_print(&t, ir_vty(cg->f, v));
+            diag_remark(cg->d, DIAG_REMARK_layout, cg->loc,
+                        "layout conversion of %s: recomputed in the new layout, no shared memory", t.s);
+            sb_free(&t);
+        }
+        return;
+    }
     cg_convert_layout(cg, v, L, out);
 }
 
@@ -263,7 +272,8 @@ static LLVMValueRef ew_binary(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
             LLVMValueRef args[2] = {a, c};
             return cg_inline_asm(cg, cg->f32, "div.full.ftz.f32 $0, $1, $2;", "=f,f,f", args, 2, false);
         }
-        if (fl) return op->opc == IR_DIV ? LLVMBuildFDiv(b, a, c, "") : LLVMBuildFRem(b, a, c, "");
+        if (fl && op->opc == IR_DIV && dt == DT_F32 && cg->inline_fdiv) return cg_fdiv_f32(cg, a, c);
+        if (fl) return op->opc == IR_DIV ? LLVMBuildFDiv(b, a, c, "") : cg_math_fmod(cg, dt, a, c);
         /* x/0 and MIN/-1 are undefined in LLVM; the language wraps MIN/-1 and
          * leaves x/0 to the interpreter's check: divide by 1 instead. */
         LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
@@ -275,6 +285,9 @@ static LLVMValueRef ew_binary(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
             bad = LLVMBuildOr(b, bad, ovf, "");
         }
         LLVMValueRef den = LLVMBuildSelect(b, bad, one, c, "");
+        /* (by a constant LLVM multiplies and shifts: no call) */
+        if (cg->inline_fdiv && dt_bits[dt] == 64 && !LLVMIsAConstantInt(c))
+            return cg_idiv64(cg, a, den, sg, op->opc == IR_REM);
         if (op->opc == IR_DIV) return sg ? LLVMBuildSDiv(b, a, den, "") : LLVMBuildUDiv(b, a, den, "");
         LLVMValueRef r = sg ? LLVMBuildSRem(b, a, den, "") : LLVMBuildURem(b, a, den, "");
         return r;
@@ -434,6 +447,16 @@ static LLVMValueRef ew_bitcast(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
     (void)dt;
     LLVMTypeRef tt = cg_elem_type(cg, to);
     if (LLVMTypeOf(x[0]) == tt) return x[0];
+    LLVMTypeKind tk = LLVMGetTypeKind(tt);
+    if (tk == LLVMHalfTypeKind || tk == LLVMBFloatTypeKind) {
+        /* NVPTX cannot select a bitcast between f16 and bf16 (LLVM 19: "Cannot select: f16 =
+         * bitcast bf16"), and instcombine and the DAG combiner fold bf16 -> i16 -> f16 into one.
+         * Every bitcast to a 16-bit float therefore goes through an i16 that a mov hides from both. */
+        LLVMValueRef v = x[0];
+        if (LLVMGetTypeKind(LLVMTypeOf(v)) != LLVMIntegerTypeKind) v = LLVMBuildBitCast(cg->b, v, cg->i16, "");
+        v = cg_inline_asm(cg, cg->i16, "mov.b16 $0, $1;", "=h,h", &v, 1, false);
+        return LLVMBuildBitCast(cg->b, v, tt, "");
+    }
     return LLVMBuildBitCast(cg->b, x[0], tt, "");
 }
 
@@ -668,6 +691,7 @@ static uint32_t lower_block(Cg *cg, IrBlk blk)
         IrOp *op = ir_op(cg->f, id);
         if (ir_opinfo[op->opc].flags & IR_TERM) return id;
         set_loc(cg, op->loc);
+        cg->loc = op->loc;
         hooks[op->opc](cg, id, op);
         if (cg->failed) return UINT32_MAX;
     }
@@ -951,6 +975,8 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
     cg->warps = f->warps ? f->warps : 4;
     init_types(cg);
     cg->vals = ARENA_ARRAY(scratch, CgVal, f->nvals);
+    for (uint32_t i = 0; i < f->nops && ir_target_has(t->arch, IR_TGT_WGMMA); i++)
+        cg->inline_fdiv |= !f->ops[i].dead && f->ops[i].opc == IR_DOT;
 
     memset(facts, 0, sizeof *facts);
     facts->warps = cg->warps;
@@ -993,7 +1019,8 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
         }
         add_grid_constants(cg, desc_idx, cg->ntma);
     }
-    int min_ctas = cg_min_ctas(f, t->arch, cg->warps);
+    CgOccupancy occ;
+    int min_ctas = cg_min_ctas(f, t->arch, cg->warps, &occ);
     if (min_ctas > 1) add_annotation(cg, "minctasm", min_ctas);
     cg->b = LLVMCreateBuilderInContext(cg->ctx);
     if (t->lineinfo) init_debug(cg, f->mod->file);

@@ -31,8 +31,9 @@
  *                 such buffers' barriers are also initialised once at the entry.
  *    ASYNC_LOAD   thread 0: mbarrier.arrive.expect_tx with the stage's bytes (TMA
  *                 counts whole boxes, out-of-bounds zeros included), then one
- *                 cp.async.bulk.tensor.2d per column strip (and 256-row chunk),
- *                 completing on the stage's barrier.
+ *                 cp.async.bulk.tensor.Nd per column strip (and 256-row chunk),
+ *                 completing on the stage's barrier; N is the view's rank, the
+ *                 box spanning its last two dims (extent 1 along the others).
  *    ASYNC_WAIT   every thread spins on mbarrier.try_wait.parity.
  *    SMEM_READ    ld.shared of the stage into the result's registers (16-byte
  *                 vectors where the layouts allow); a DOT reads the stage itself
@@ -170,9 +171,10 @@ static void plan_desc(Cg *cg, IrVal view, const SharedLayout *S, uint32_t R, boo
     uint32_t span = 16u << S->swizzle;
     memset(t, 0, sizeof *t);
     t->param = cg->f->vals[view].idx;
-    t->rank = 2;
+    t->rank = (uint8_t)ir_vty(cg->f, view).rank;
     t->box[0] = span / S->ebytes;
     t->box[1] = R < 256 ? R : 256; /* a power of two: more rows are whole boxes of 256 */
+    for (uint32_t d = 2; d < t->rank; d++) t->box[d] = 1; /* a view of higher rank: one row of tiles */
     t->swizzle = (uint8_t)S->swizzle; /* LayoutSwizzle and CgTmaSwizzle count alike */
     t->optional = optional;
 }
@@ -492,8 +494,12 @@ void cg_lower_ASYNC_LOAD(Cg *cg, uint32_t opid, IrOp *op)
     IrFunc *f = cg->f;
     const CgBuf *b = buf_of(cg, ir_opnd(f, op, 1));
     const CgTmaDesc *t = &cg->tma[cg->async_idx[opid]];
-    LLVMValueRef stage = as_i32(cg, ir_opnd(f, op, 2)), row0 = as_i32(cg, ir_opnd(f, op, 3));
-    LLVMValueRef col0 = as_i32(cg, ir_opnd(f, op, 4));
+    /* offsets 3 .. 3 + rank - 1; the tile spans the last two (the box is 1 along the others) */
+    uint32_t rank = t->rank;
+    LLVMValueRef stage = as_i32(cg, ir_opnd(f, op, 2)), row0 = as_i32(cg, ir_opnd(f, op, 1 + rank));
+    LLVMValueRef col0 = as_i32(cg, ir_opnd(f, op, 2 + rank));
+    LLVMValueRef outer[3] = {NULL, NULL, NULL}; /* coordinates 2.. (innermost first): view dims rank-3 .. 0 */
+    for (uint32_t c = 2; c < rank; c++) outer[c - 2] = as_i32(cg, ir_opnd(f, op, 3 + (rank - 1 - c)));
     LLVMValueRef dst = LLVMBuildAdd(cg->b, cg->bufs_base32, stage_off(cg, b, ir_opnd(f, op, 2)), "");
     LLVMValueRef bar = bar32(cg, b, stage);
     LLVMValueRef desc = LLVMBuildPtrToInt(cg->b, cg->tma_param[cg->async_idx[opid]], cg->i64, "");
@@ -504,13 +510,24 @@ void cg_lower_ASYNC_LOAD(Cg *cg, uint32_t opid, IrOp *op)
     asm_call(cg, "{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], $1;\n}", "r,r,~{memory}",
              ex, 2);
     /* strip s (columns s * box[0]...), rows q * box[1]...: at s * R * span + q * box[1] * span */
+    /* cp.async.bulk.tensor.Nd [dst], [desc, {c0, ..., c(N-1)}], [bar]: $0 dst, $1 desc, $2.. the
+     * coordinates, then the barrier */
+    char text[200], cons[64];
+    StrBuf coords = {0};
+    for (uint32_t c = 0; c < rank; c++) sb_printf(&coords, c ? ", $%u" : "$%u", 2 + c);
+    snprintf(text, sizeof text,
+             "cp.async.bulk.tensor.%ud.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {%s}], [$%u];",
+             rank, coords.s ? coords.s : "", 2 + rank);
+    sb_free(&coords);
+    snprintf(cons, sizeof cons, "r,l%s,r,~{memory}", rank == 5 ? ",r,r,r,r,r" : rank == 4 ? ",r,r,r,r" : rank == 3 ? ",r,r,r" : ",r,r");
     for (uint32_t s = 0; s < C * eb / span; s++)
         for (uint32_t q = 0; q < R / t->box[1]; q++) {
-            LLVMValueRef a[5] = {LLVMBuildAdd(cg->b, dst, k32(cg, s * R * span + q * t->box[1] * span), ""), desc,
+            LLVMValueRef a[8] = {LLVMBuildAdd(cg->b, dst, k32(cg, s * R * span + q * t->box[1] * span), ""), desc,
                                  LLVMBuildAdd(cg->b, col0, k32(cg, s * t->box[0]), ""),
-                                 LLVMBuildAdd(cg->b, row0, k32(cg, q * t->box[1]), ""), bar};
-            asm_call(cg, "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                         "[$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r,~{memory}", a, 5);
+                                 LLVMBuildAdd(cg->b, row0, k32(cg, q * t->box[1]), "")};
+            for (uint32_t c = 2; c < rank; c++) a[2 + c] = outer[c - 2];
+            a[2 + rank] = bar;
+            asm_call(cg, text, cons, a, 3 + rank);
         }
     LLVMBuildBr(cg->b, join);
     LLVMPositionBuilderAtEnd(cg->b, join);

@@ -42,6 +42,8 @@
  */
 #include "lower_int.h"
 
+#include <stdarg.h>
+
 #include <string.h>
 
 static int ilog2i(int64_t x)
@@ -436,6 +438,26 @@ static void wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, const CgBufRef *s
     if (copy) cg_barrier(cg);
 }
 
+/* The dot remark: operand and result types, then the instruction. */
+static void remark_dot(Cg *cg, IrOp *op, const char *fmt, ...) TL_PRINTF(3, 4);
+static void remark_dot(Cg *cg, IrOp *op, const char *fmt, ...)
+{
+    if (!diag_remark_on(cg->d, DIAG_REMARK_dot)) return;
+    char how[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(how, sizeof how, fmt, ap);
+    va_end(ap);
+    StrBuf a = {0}, b = {0}, c = {0};
+    ir_ty_print(&a, ir_vty(cg->f, ir_opnd(cg->f, op, 0)));
+    ir_ty_print(&b, ir_vty(cg->f, ir_opnd(cg->f, op, 1)));
+    ir_ty_print(&c, ir_vty(cg->f, ir_res(op, 0)));
+    diag_remark(cg->d, DIAG_REMARK_dot, op->loc, "dot %s x %s -> %s: %s", a.s, b.s, c.s, how);
+    sb_free(&a);
+    sb_free(&b);
+    sb_free(&c);
+}
+
 void cg_lower_DOT(Cg *cg, uint32_t opid, IrOp *op)
 {
     IrFunc *f = cg->f;
@@ -453,12 +475,17 @@ void cg_lower_DOT(Cg *cg, uint32_t opid, IrOp *op)
             if (layout_eq(&wl, LC)) {
                 /* operands that are buffer stages are read in place where wgmma can */
                 CgBufRef src[2];
+                bool in_place = false;
                 for (int k = 0; k < 2; k++) {
                     IrVal x = ir_opnd(f, op, (uint32_t)k);
-                    if (cg_buf_operand(cg, x, opid, &src[k]))
+                    if (cg_buf_operand(cg, x, opid, &src[k]) && (in_place = true))
                         cg_wgmma_plan_buffer(&plan, ir_vty(f, x), k ? LL_WGMMA_B : LL_WGMMA_A, &src[k].buf->S,
                                              src[k].trans);
                 }
+                remark_dot(cg, op, "wgmma m64n%dk%d, %d x %d warpgroups, A from %s, B from shared memory%s",
+                           plan.w.instr_n, plan.w.instr_k, plan.w.wgm, plan.w.wgn,
+                           plan.a_regs ? "registers" : "shared memory",
+                           in_place ? " (a pipeline stage read in place)" : "");
                 wgmma_path(cg, op, &plan, src, out);
                 cg_define(cg, res, out, n);
                 return;
@@ -472,6 +499,11 @@ void cg_lower_DOT(Cg *cg, uint32_t opid, IrOp *op)
         acc = layout_mma_acc(ct, wm, wn);
         mma = layout_eq(&acc, LC);
     }
+    if (mma) remark_dot(cg, op, "mma.sync m16n8k16, %d x %d warps", wm, wn);
+    else
+        remark_dot(cg, op, "FMA (f32 fused multiply-adds, no tensor cores: they need f16 or bf16 operands%s, a "
+                   "result of multiples of %d x %d and K a multiple of 16)",
+                   ir_target_has(cg->target->arch, IR_TGT_WGMMA) ? " (or fp8 for wgmma)" : "", 16 * wm, 8 * wn);
     if (mma) mma_path(cg, op, wm, wn, out);
     else fma_path(cg, op, out);
     cg_define(cg, res, out, n);

@@ -33,6 +33,7 @@ typedef struct Cg {
     IrFunc *f;
     const CgTarget *target;
     Diag *d;
+    SrcLoc loc;                  /* the op being lowered, for remarks */
     Arena *scratch;              /* wiped after the function is lowered */
     LLVMContextRef ctx;
     LLVMModuleRef mod;
@@ -58,14 +59,27 @@ typedef struct Cg {
     LLVMValueRef bufs_base;      /* 1024-aligned start of the buffers (addrspace 3), before the scratch area */
     LLVMValueRef bufs_base32;    /* the same as a shared-window address (i32) */
     bool failed;                 /* a user-facing error was reported */
+    bool inline_fdiv;            /* f32 and 64-bit integer division inline (cg_fdiv_f32, cg_idiv64):
+                                  * the kernel has wgmma, which ptxas serializes in a function with
+                                  * calls (C7509), and div.rn.f32's slow path and div.s64 are calls */
     /* common types */
     LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, f64, vd, gptr, sptr;
 } Cg;
 
 typedef void (*CgHook)(Cg *cg, uint32_t opid, IrOp *op);
 
-/* occupancy.c: CTAs per SM to ask ptxas for (.minnctapersm; 0 or 1: no hint) */
-int cg_min_ctas(IrFunc *f, const IrTarget *tg, int warps);
+/* The occupancy hint of one kernel and the estimate behind it (occupancy.c). */
+typedef struct CgOccupancy {
+    int min_ctas;                 /* CTAs per SM asked of ptxas (.minnctapersm); 0 or 1: no hint */
+    double peak;                  /* estimated registers per thread the tiles need (0: not estimated) */
+    int regs;                     /* the register budget derived from it (0: not estimated) */
+    const char *why;              /* without an estimate: why ("the kernel has a dot", ...) */
+} CgOccupancy;
+
+/* occupancy.c: CTAs per SM to ask ptxas for (.minnctapersm; 0 or 1: no hint),
+ * with the estimate behind it in *occ.  A function of f and tg alone: compile.c
+ * calls it again for the occupancy remark. */
+int cg_min_ctas(IrFunc *f, const IrTarget *tg, int warps, CgOccupancy *occ);
 
 /* lower.c */
 LLVMTypeRef cg_elem_type(Cg *cg, IrType t);          /* of one element (pointer tiles: ptr addrspace(1)) */
@@ -246,6 +260,15 @@ void cg_wgmma_wait(Cg *cg, int pending, LLVMValueRef *acc, unsigned n);
 /* lower_math.c: exp exp2 log log2 sqrt rsqrt sigmoid tanh erf fabs floor ceil
  * of one float register of dtype dt (f16/bf16 computed in f32 and rounded). */
 LLVMValueRef cg_math_unary(Cg *cg, const char *fn, DType dt, LLVMValueRef x);
+/* a / b for f32 registers, correctly rounded (IEEE, as div.rn.f32 and the interpreter) and
+ * without ptxas's division subroutine: in f64, Newton from rcp.approx (lower_math.c). */
+LLVMValueRef cg_fdiv_f32(Cg *cg, LLVMValueRef a, LLVMValueRef b);
+/* a / d (rem: a % d) for 64-bit integers (d != 0, not MIN / -1), truncating, without
+ * ptxas's 64-bit division subroutine (a call: C7509 where the kernel has wgmma): 32-bit
+ * division where both magnitudes fit, else an inline shift-subtract loop (lower_math.c). */
+LLVMValueRef cg_idiv64(Cg *cg, LLVMValueRef a, LLVMValueRef d, bool sg, bool rem);
+/* Float `%`: C's fmod, exact (a loop over the exponent difference). */
+LLVMValueRef cg_math_fmod(Cg *cg, DType dt, LLVMValueRef x, LLVMValueRef y);
 
 /* lower_reduce.c: how the input bits of layout L relate to dim `axis`.  axis[k]:
  * bits of input k (LL_REG/LANE/WARP) whose basis lies inside the axis' flat

@@ -79,7 +79,11 @@ static LLVMValueRef K(M *m, double v) { return LLVMConstReal(m->t, v); }
 static LLVMValueRef add(M *m, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFAdd(m->cg->b, a, b, ""); }
 static LLVMValueRef sub(M *m, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFSub(m->cg->b, a, b, ""); }
 static LLVMValueRef mul(M *m, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFMul(m->cg->b, a, b, ""); }
-static LLVMValueRef fdiv_(M *m, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFDiv(m->cg->b, a, b, ""); }
+static LLVMValueRef fdiv_(M *m, LLVMValueRef a, LLVMValueRef b)
+{
+    if (!m->f64 && m->cg->inline_fdiv) return cg_fdiv_f32(m->cg, a, b);
+    return LLVMBuildFDiv(m->cg->b, a, b, "");
+}
 static LLVMValueRef neg(M *m, LLVMValueRef a) { return LLVMBuildFNeg(m->cg->b, a, ""); }
 
 static LLVMValueRef intr(M *m, const char *fn, LLVMValueRef *args, unsigned n)
@@ -396,4 +400,193 @@ LLVMValueRef cg_math_unary(Cg *cg, const char *fn, DType dt, LLVMValueRef x)
     else tl_fatal("codegen", "unknown math function %s", fn);
     if (narrow) y = LLVMBuildFPTrunc(cg->b, y, cg_dtype(cg, dt), "");
     return y;
+}
+
+/* f32 division without a call (cg_fdiv_f32).  ptxas expands div.rn.f32 into a fast
+ * path and a subroutine for the rare operands it does not cover; a subroutine call
+ * anywhere in a function makes ptxas serialize its wgmma (C7509), so kernels with
+ * wgmma divide here instead, with the same correctly rounded result:
+ *   r = rcp.approx.ftz.f64(b), three Newton steps r += r (1 - b r) (far below 2^-53),
+ *   q0 = a r, rem = fma(-b, q0, a) (exact), q = fma(rem, r, q0): within an f64 ulp of a/b,
+ *   or a/b itself where that is an f64 (Markstein), then one rounding to f32 (cvt.rn).
+ * The rounding is right because a/b of two f32 is never within 2^-49 (relative) of
+ * an f32 rounding midpoint without being that midpoint (a - m b is a nonzero multiple
+ * of a's ulp otherwise), and a midpoint (only subnormal results can be one) is an f64
+ * the sequence finds exactly.  Every f32 quotient, subnormal or overflowing, is in
+ * the f64 range.  Zero, infinite and NaN operands take a * rcp.approx(b), which is
+ * what IEEE division gives for them (0 * inf and inf * 0 are NaN); NaN payloads need
+ * not match (the interpreter compares NaN as NaN).  test_cgmem replays it on the host. */
+#define MATH_FDIV_NEWTON 3
+
+LLVMValueRef cg_fdiv_f32(Cg *cg, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMBuilderRef B = cg->b;
+    LLVMTypeRef d = LLVMDoubleTypeInContext(cg->ctx);
+    M m = {cg, d, LLVMInt64TypeInContext(cg->ctx), "f64", true};
+    LLVMValueRef ad = LLVMBuildFPExt(B, a, d, ""), bd = LLVMBuildFPExt(B, b, d, "");
+    LLVMValueRef r0 = cg_call_intrinsic(cg, "llvm.nvvm.rcp.approx.ftz.d", d, &bd, 1), r = r0;
+    LLVMValueRef nb = neg(&m, bd), one = K(&m, 1.0);
+    for (int i = 0; i < MATH_FDIV_NEWTON; i++) r = fma3(&m, r, fma3(&m, nb, r, one), r);
+    LLVMValueRef q0 = mul(&m, ad, r);
+    LLVMValueRef q = fma3(&m, fma3(&m, nb, q0, ad), r, q0);
+    /* zero, infinite or NaN operands: a * r0 */
+    LLVMValueRef inf = LLVMConstReal(cg->f32, INFINITY), zero = LLVMConstReal(cg->f32, 0.0);
+    LLVMValueRef fa = cg_call_intrinsic(cg, "llvm.fabs.f32", cg->f32, &a, 1);
+    LLVMValueRef fb = cg_call_intrinsic(cg, "llvm.fabs.f32", cg->f32, &b, 1);
+    LLVMValueRef plain = LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealOLT, fa, inf, ""),
+                                      LLVMBuildFCmp(B, LLVMRealOLT, fb, inf, ""), "");
+    plain = LLVMBuildAnd(B, plain, LLVMBuildFCmp(B, LLVMRealONE, a, zero, ""), "");
+    plain = LLVMBuildAnd(B, plain, LLVMBuildFCmp(B, LLVMRealONE, b, zero, ""), "");
+    LLVMValueRef res = LLVMBuildSelect(B, plain, q, mul(&m, ad, r0), "");
+    return LLVMBuildFPTrunc(B, res, cg->f32, "fdiv");
+}
+
+LLVMValueRef cg_idiv64(Cg *cg, LLVMValueRef a, LLVMValueRef d, bool sg, bool rem)
+{
+    LLVMBuilderRef B = cg->b;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(cg->ctx), i32 = cg->i32;
+    LLVMValueRef z = LLVMConstInt(i64, 0, 0), one = LLVMConstInt(i64, 1, 0);
+    LLVMValueRef an = sg ? LLVMBuildICmp(B, LLVMIntSLT, a, z, "") : NULL;
+    LLVMValueRef dn = sg ? LLVMBuildICmp(B, LLVMIntSLT, d, z, "") : NULL;
+    /* magnitudes (|MIN| is 2^63 as unsigned) */
+    LLVMValueRef ua = sg ? LLVMBuildSelect(B, an, LLVMBuildNeg(B, a, ""), a, "") : a;
+    LLVMValueRef ud = sg ? LLVMBuildSelect(B, dn, LLVMBuildNeg(B, d, ""), d, "") : d;
+    LLVMValueRef hi = LLVMBuildLShr(B, LLVMBuildOr(B, ua, ud, ""), LLVMConstInt(i64, 32, 0), "");
+    LLVMValueRef small = LLVMBuildICmp(B, LLVMIntEQ, hi, z, "");
+    LLVMBasicBlockRef from = LLVMGetInsertBlock(B);
+    LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "div.small");
+    LLVMBasicBlockRef lb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "div.loop");
+    LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "div.done");
+    LLVMBuildCondBr(B, small, sb, lb);
+    LLVMPositionBuilderAtEnd(B, sb);
+    LLVMValueRef qs = LLVMBuildZExt(B, LLVMBuildUDiv(B, LLVMBuildTrunc(B, ua, i32, ""), LLVMBuildTrunc(B, ud, i32, ""), ""),
+                                    i64, "");
+    LLVMBuildBr(B, jb);
+    /* bit i from 63 down: r = 2r + bit i of a; r >= d: r -= d, set bit i of q */
+    LLVMPositionBuilderAtEnd(B, lb);
+    LLVMValueRef pi = LLVMBuildPhi(B, i64, "i"), pq = LLVMBuildPhi(B, i64, "q"), pr = LLVMBuildPhi(B, i64, "r");
+    LLVMValueRef i = LLVMBuildSub(B, pi, one, "");
+    LLVMValueRef bit = LLVMBuildAnd(B, LLVMBuildLShr(B, ua, i, ""), one, "");
+    LLVMValueRef r = LLVMBuildOr(B, LLVMBuildShl(B, pr, one, ""), bit, "");
+    /* r < 2d <= 2^65 may not fit: r >= d also when the shift lost r's top bit */
+    LLVMValueRef top = LLVMBuildICmp(B, LLVMIntSLT, pr, z, "");
+    LLVMValueRef ge = LLVMBuildOr(B, top, LLVMBuildICmp(B, LLVMIntUGE, r, ud, ""), "");
+    LLVMValueRef r2 = LLVMBuildSelect(B, ge, LLVMBuildSub(B, r, ud, ""), r, "");
+    LLVMValueRef q2 = LLVMBuildOr(B, pq, LLVMBuildShl(B, LLVMBuildZExt(B, ge, i64, ""), i, ""), "");
+    LLVMValueRef more = LLVMBuildICmp(B, LLVMIntNE, i, z, "");
+    LLVMBasicBlockRef lend = LLVMGetInsertBlock(B);
+    LLVMBuildCondBr(B, more, lb, jb);
+    LLVMValueRef v0[2] = {LLVMConstInt(i64, 64, 0), i}, q0[2] = {z, q2}, r0[2] = {z, r2};
+    /* the loop's entry edge comes from the test's block */
+    LLVMBasicBlockRef entry[2] = {from, lend};
+    LLVMAddIncoming(pi, v0, entry, 2);
+    LLVMAddIncoming(pq, q0, entry, 2);
+    LLVMAddIncoming(pr, r0, entry, 2);
+    LLVMPositionBuilderAtEnd(B, jb);
+    LLVMValueRef q = LLVMBuildPhi(B, i64, "q");
+    LLVMValueRef qv[2] = {qs, q2};
+    LLVMBasicBlockRef qb[2] = {sb, lend};
+    LLVMAddIncoming(q, qv, qb, 2);
+    if (rem) {
+        LLVMValueRef ur = LLVMBuildSub(B, ua, LLVMBuildMul(B, q, ud, ""), "");
+        return sg ? LLVMBuildSelect(B, an, LLVMBuildNeg(B, ur, ""), ur, "") : ur;
+    }
+    return sg ? LLVMBuildSelect(B, LLVMBuildXor(B, an, dn, ""), LLVMBuildNeg(B, q, ""), q, "") : q;
+}
+
+/* Float `%` is C's fmod (exact).  LLVM's NVPTX lowers frem as x - trunc(x / y) * y,
+ * which is inexact once the quotient is large and gives +0 where fmod gives -0, so
+ * this is the integer long division of the significands: normalise both (subnormals
+ * by ctlz), subtract y's significand from x's once per exponent step (a loop of
+ * ex - ey iterations), renormalise and rebuild the float with x's sign.  y = 0, y NaN,
+ * x inf or NaN give NaN (as (x*y)/(x*y)); |x| < |y| gives x; |x| = |y| gives 0 with
+ * x's sign.  f16/bf16 run in f32, where the exact result is exactly representable. */
+static LLVMValueRef ic(M *m, uint64_t v) { return LLVMConstInt(m->it, v, 0); }
+
+LLVMValueRef cg_math_fmod(Cg *cg, DType dt, LLVMValueRef x, LLVMValueRef y)
+{
+    bool narrow = dt == DT_F16 || dt == DT_BF16;
+    TL_ASSERT(narrow || dt == DT_F32 || dt == DT_F64, "codegen");
+    M m = {cg, dt == DT_F64 ? cg->f64 : cg->f32, dt == DT_F64 ? cg->i64 : cg->i32, dt == DT_F64 ? "f64" : "f32",
+           dt == DT_F64};
+    if (narrow) {
+        x = LLVMBuildFPExt(cg->b, x, cg->f32, "");
+        y = LLVMBuildFPExt(cg->b, y, cg->f32, "");
+    }
+    LLVMBuilderRef b = cg->b;
+    const unsigned W = m.f64 ? 64 : 32, MB = m.f64 ? 52 : 23, EB = W - 1 - MB;
+    const uint64_t sign = (uint64_t)1 << (W - 1), implicit = (uint64_t)1 << MB, mant = implicit - 1;
+    const uint64_t infbits = sign - implicit;   /* the exponent all ones, significand 0 */
+    LLVMValueRef ux = LLVMBuildBitCast(b, x, m.it, ""), uy = LLVMBuildBitCast(b, y, m.it, "");
+    LLVMValueRef sx = LLVMBuildAnd(b, ux, ic(&m, sign), "");
+    LLVMValueRef ax = LLVMBuildAnd(b, ux, ic(&m, ~sign), ""), ay = LLVMBuildAnd(b, uy, ic(&m, ~sign), "");
+    LLVMValueRef special = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, ay, ic(&m, 0), ""),
+                                       LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntUGT, ay, ic(&m, infbits), ""),
+                                                   LLVMBuildICmp(b, LLVMIntUGE, ax, ic(&m, infbits), ""), ""), "");
+    LLVMValueRef xy = mul(&m, x, y);
+    LLVMValueRef early = sel(&m, special, fdiv_(&m, xy, xy),
+                             sel(&m, LLVMBuildICmp(b, LLVMIntULT, ax, ay, ""), x,
+                                 LLVMBuildBitCast(b, sx, m.t, "")));   /* |x| = |y|: +-0 */
+    LLVMValueRef go = LLVMBuildAnd(b, LLVMBuildNot(b, special, ""), LLVMBuildICmp(b, LLVMIntUGT, ax, ay, ""), "");
+    /* significands with the implicit bit at MB, and unbiased-plus-bias exponents (signed) */
+    LLVMValueRef norm[2][2];
+    LLVMValueRef fz = LLVMConstInt(cg->i1, 0, 0);
+    for (int k = 0; k < 2; k++) {
+        LLVMValueRef a = k ? ay : ax;
+        char nm[16];
+        snprintf(nm, sizeof nm, "llvm.ctlz.i%u", W);
+        LLVMValueRef args[2] = {a, fz};
+        LLVMValueRef sh = LLVMBuildSub(b, cg_call_intrinsic(cg, nm, m.it, args, 2), ic(&m, EB), "");
+        LLVMValueRef e = LLVMBuildLShr(b, a, ic(&m, MB), "");
+        LLVMValueRef sub = LLVMBuildICmp(b, LLVMIntEQ, e, ic(&m, 0), "");
+        norm[k][0] = LLVMBuildSelect(b, sub, LLVMBuildShl(b, a, sh, ""),
+                                     LLVMBuildOr(b, LLVMBuildAnd(b, a, ic(&m, mant), ""), ic(&m, implicit), ""), "");
+        norm[k][1] = LLVMBuildSelect(b, sub, LLVMBuildSub(b, ic(&m, 1), sh, ""), e, "");
+    }
+    LLVMValueRef my = norm[1][0], ey = norm[1][1];
+    LLVMBasicBlockRef entry = LLVMGetInsertBlock(b);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "fmod.head");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "fmod.step");
+    LLVMBasicBlockRef tail = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "fmod.tail");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "fmod.end");
+    LLVMBuildCondBr(b, go, head, done);
+    LLVMPositionBuilderAtEnd(b, head);
+    LLVMValueRef mphi = LLVMBuildPhi(b, m.it, ""), ephi = LLVMBuildPhi(b, m.it, "");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, ephi, ey, ""), body, tail);
+    LLVMPositionBuilderAtEnd(b, body);
+    LLVMValueRef d = LLVMBuildSub(b, mphi, my, "");
+    LLVMValueRef keep = LLVMBuildICmp(b, LLVMIntSLT, d, ic(&m, 0), "");
+    LLVMValueRef mnext = LLVMBuildShl(b, LLVMBuildSelect(b, keep, mphi, d, ""), ic(&m, 1), "");
+    LLVMValueRef enext = LLVMBuildSub(b, ephi, ic(&m, 1), "");
+    LLVMBuildBr(b, head);
+    LLVMValueRef min_[2] = {norm[0][0], mnext}, ein[2] = {norm[0][1], enext};
+    LLVMBasicBlockRef from[2] = {entry, body};
+    LLVMAddIncoming(mphi, min_, from, 2);
+    LLVMAddIncoming(ephi, ein, from, 2);
+    LLVMPositionBuilderAtEnd(b, tail);
+    d = LLVMBuildSub(b, mphi, my, "");
+    LLVMValueRef mr = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, d, ic(&m, 0), ""), mphi, d, "");
+    char nm[16];
+    snprintf(nm, sizeof nm, "llvm.ctlz.i%u", W);
+    LLVMValueRef args[2] = {mr, fz};
+    LLVMValueRef sh = LLVMBuildSub(b, cg_call_intrinsic(cg, nm, m.it, args, 2), ic(&m, EB), "");
+    LLVMValueRef zero = LLVMBuildICmp(b, LLVMIntEQ, mr, ic(&m, 0), "");
+    sh = LLVMBuildSelect(b, zero, ic(&m, 0), sh, "");
+    LLVMValueRef mn = LLVMBuildShl(b, mr, sh, ""), en = LLVMBuildSub(b, ephi, sh, "");
+    LLVMValueRef normal = LLVMBuildOr(b, LLVMBuildSub(b, mn, ic(&m, implicit), ""), LLVMBuildShl(b, en, ic(&m, MB), ""), "");
+    /* a subnormal result: en <= 0, shift right by 1 - en (exact: the result is a multiple of y's ulp) */
+    LLVMValueRef rsh = LLVMBuildSub(b, ic(&m, 1), en, "");
+    LLVMValueRef subn = LLVMBuildLShr(b, mn, LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, rsh, ic(&m, W), ""), rsh,
+                                                             ic(&m, W - 1), ""), "");
+    LLVMValueRef bits = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, en, ic(&m, 0), ""), normal, subn, "");
+    bits = LLVMBuildOr(b, LLVMBuildSelect(b, zero, ic(&m, 0), bits, ""), sx, "");
+    LLVMValueRef res = LLVMBuildBitCast(b, bits, m.t, "");
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, done);
+    LLVMValueRef r = LLVMBuildPhi(b, m.t, "");
+    LLVMValueRef rin[2] = {early, res};
+    LLVMBasicBlockRef rfrom[2] = {entry, tail};
+    LLVMAddIncoming(r, rin, rfrom, 2);
+    if (narrow) r = LLVMBuildFPTrunc(b, r, cg_dtype(cg, dt), "");
+    return r;
 }

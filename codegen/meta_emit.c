@@ -8,6 +8,9 @@
  *    ops on unsigned types use the unsigned opcodes; every op whose type is
  *    narrower than 64 bits is followed by WRAP, so the host computes exactly
  *    what the IR means (i32 arithmetic wraps at 32 bits).
+ *    The requires block is emitted the same way, one program per YIELD operand
+ *    (each leaving one value), with its message; comparisons, & | ^ !, and
+ *    select (where) become the format's version-4 opcodes.
  * 3. The TMA descriptors codegen chose (CgKernelFacts.tma) are grouped by
  *    parameter, in their order, and checked with the runtime's own rules; a
  *    parameter whose descriptors are optional is flagged so.
@@ -52,6 +55,8 @@ static tilert_dtype rt_dtype(DType t)
 
 typedef struct GridEmit {
     const IrFunc *f;
+    IrBlk blk;          /* f->grid or f->requires */
+    const char *what;   /* "the grid", "the requires clauses" */
     uint8_t *code;
     uint32_t len, cap;
     Diag *d;
@@ -61,7 +66,7 @@ typedef struct GridEmit {
 static void put(GridEmit *g, uint8_t b)
 {
     if (g->len == 0xFFFF) {
-        if (g->ok) diag_error(g->d, g->f->loc, "the grid expression of '%s' is too large (over 65535 bytes of code)",
+        if (g->ok) diag_error(g->d, g->f->loc, "%s of '%s' is too large (over 65535 bytes of code)", g->what,
                               g->f->source_name);
         g->ok = false;
         return;
@@ -79,8 +84,8 @@ static bool grid_scalar_int(GridEmit *g, IrType t, SrcLoc loc, const char *what)
     if (t.kind == TY_TILE && t.rank == 0 && !t.isptr && dt_is_int((DType)t.dt)) return true;
     StrBuf b = {0};
     ir_ty_print(&b, t);
-    diag_error(g->d, loc, "the grid of '%s' uses %s of type %s: grid expressions compute on integer scalars only",
-               g->f->source_name, what, b.s ? b.s : "?");
+    diag_error(g->d, loc, "%s of '%s' uses %s of type %s: %s compute on integer scalars only", g->what,
+               g->f->source_name, what, b.s ? b.s : "?", g->blk == g->f->grid ? "grid expressions" : "requires clauses");
     sb_free(&b);
     g->ok = false;
     return false;
@@ -97,14 +102,14 @@ static void wrap_to(GridEmit *g, DType dt)
 static int grid_param(GridEmit *g, IrVal v, SrcLoc loc)
 {
     const IrValue *val = &g->f->vals[v];
-    if (!val->is_arg || val->def != g->f->grid) {
-        diag_error(g->d, loc, "the grid of '%s' reads a value defined outside its grid block", g->f->source_name);
+    if (!val->is_arg || val->def != g->blk) {
+        diag_error(g->d, loc, "%s of '%s' reads a value defined outside its block", g->what, g->f->source_name);
         g->ok = false;
         return -1;
     }
     if (val->idx > 255) {
-        diag_error(g->d, loc, "the grid of '%s' reads parameter %u; grid code reaches the first 256 parameters only",
-                   g->f->source_name, val->idx);
+        diag_error(g->d, loc, "%s of '%s' reads parameter %u; grid code reaches the first 256 parameters only",
+                   g->what, g->f->source_name, val->idx);
         g->ok = false;
         return -1;
     }
@@ -116,7 +121,7 @@ static void emit_val(GridEmit *g, IrVal v, int depth)
     const IrFunc *f = g->f;
     if (!g->ok) return;
     if (depth > GRID_MAX_DEPTH) {
-        diag_error(g->d, f->loc, "the grid expression of '%s' is nested deeper than %d", f->source_name, GRID_MAX_DEPTH);
+        diag_error(g->d, f->loc, "%s of '%s' is nested deeper than %d", g->what, f->source_name, GRID_MAX_DEPTH);
         g->ok = false;
         return;
     }
@@ -153,8 +158,8 @@ static void emit_val(GridEmit *g, IrVal v, int depth)
         if (p < 0) return;
         IrType vt = f->vals[view].ty;
         if (vt.kind != TY_VIEW || op->attr.i < 0 || op->attr.i >= vt.rank) {
-            diag_error(g->d, op->loc, "the grid of '%s' reads %s[%lld] of '%s', which is not a tensor of that rank",
-                       f->source_name, op->opc == IR_VIEW_SHAPE ? "shape" : "stride", (long long)op->attr.i,
+            diag_error(g->d, op->loc, "%s of '%s' reads %s[%lld] of '%s', which is not a tensor of that rank",
+                       g->what, f->source_name, op->opc == IR_VIEW_SHAPE ? "shape" : "stride", (long long)op->attr.i,
                        f->params[p].name);
             g->ok = false;
             return;
@@ -189,11 +194,56 @@ static void emit_val(GridEmit *g, IrVal v, int depth)
         wrap_to(g, dt);
         return;
     }
+    case IR_AND: case IR_OR: case IR_XOR: {
+        emit_val(g, f->opnds[op->opnd], depth + 1);
+        emit_val(g, f->opnds[op->opnd + 1], depth + 1);
+        put(g, op->opc == IR_AND ? TILERT_GOP_AND : op->opc == IR_OR ? TILERT_GOP_OR : TILERT_GOP_XOR);
+        wrap_to(g, dt);
+        return;
+    }
+    case IR_NOT:
+        emit_val(g, f->opnds[op->opnd], depth + 1);
+        if (dt == DT_I1) { /* logical: x == 0 (WRAP to i1 would give x != 0) */
+            put(g, TILERT_GOP_PUSH);
+            put_i64(g, 0);
+            put(g, TILERT_GOP_EQ);
+            return;
+        }
+        put(g, TILERT_GOP_PUSH);
+        put_i64(g, -1);
+        put(g, TILERT_GOP_XOR);
+        wrap_to(g, dt);
+        return;
+    case IR_CMP: {
+        IrVal x = f->opnds[op->opnd];
+        bool ux = dt_is_unsigned((DType)f->vals[x].ty.dt);
+        emit_val(g, x, depth + 1);
+        emit_val(g, f->opnds[op->opnd + 1], depth + 1);
+        uint8_t code;
+        switch ((IrCmp)op->attr.i) {
+        case CMP_EQ: code = TILERT_GOP_EQ; break;
+        case CMP_NE: code = TILERT_GOP_NE; break;
+        case CMP_LT: code = ux ? TILERT_GOP_LTU : TILERT_GOP_LT; break;
+        case CMP_LE: code = ux ? TILERT_GOP_LEU : TILERT_GOP_LE; break;
+        case CMP_GT: code = ux ? TILERT_GOP_GTU : TILERT_GOP_GT; break;
+        default: code = ux ? TILERT_GOP_GEU : TILERT_GOP_GE; break;
+        }
+        put(g, code);
+        return;
+    }
+    case IR_SELECT:
+        emit_val(g, f->opnds[op->opnd], depth + 1);
+        emit_val(g, f->opnds[op->opnd + 1], depth + 1);
+        emit_val(g, f->opnds[op->opnd + 2], depth + 1);
+        put(g, TILERT_GOP_SELECT);
+        wrap_to(g, dt);
+        return;
     default:
         diag_error(g->d, op->loc,
-                   "the grid of '%s' uses '%s', which the launcher cannot compute on the host "
-                   "(grid expressions may use constants, parameters, .shape, .stride, + - * / %%, min, max and casts)",
-                   f->source_name, ir_opinfo[op->opc].name);
+                   "%s of '%s' uses '%s', which the launcher cannot compute on the host "
+                   "(they may use constants, parameters, .shape, .stride, + - * / %%, min, max, comparisons, "
+                   "& | ^ !, && ||, where and casts)",
+                   g->what, f->source_name, ir_opinfo[op->opc].name);
         g->ok = false;
         return;
     }
@@ -210,7 +260,7 @@ static bool emit_grid(const IrFunc *f, Arena *a, tilert_meta_kernel *k, Diag *d)
                    f->source_name);
         return false;
     }
-    GridEmit g = {f, NULL, 0, 0, d, true};
+    GridEmit g = {f, f->grid, "the grid", NULL, 0, 0, d, true};
     for (uint32_t i = 0; i < term->nopnd; i++) emit_val(&g, f->opnds[term->opnd + i], 0);
     if (g.ok) {
         uint8_t *code = arena_alloc(a, g.len ? g.len : 1);
@@ -221,6 +271,35 @@ static bool emit_grid(const IrFunc *f, Arena *a, tilert_meta_kernel *k, Diag *d)
     }
     free(g.code);
     return g.ok;
+}
+
+/* Fills k's requirements (arrays and code in the arena). */
+static bool emit_requires(const IrFunc *f, Arena *a, tilert_meta_kernel *k, Diag *d)
+{
+    if (!f->requires) return true;
+    const IrBlock *blk = &f->blocks[f->requires];
+    const IrOp *term = blk->nops ? &f->ops[blk->ops[blk->nops - 1]] : NULL;
+    if (!term || term->opc != IR_YIELD || term->nopnd != f->nreq || f->nreq > TILERT_META_MAX_REQUIRES) {
+        diag_error(d, term ? term->loc : f->loc, "the requires block of '%s' must end in a yield of its %u conditions "
+                   "(at most %d)", f->source_name, f->nreq, TILERT_META_MAX_REQUIRES);
+        return false;
+    }
+    tilert_meta_require *rs = ARENA_ARRAY(a, tilert_meta_require, f->nreq ? f->nreq : 1);
+    bool ok = true;
+    for (uint32_t i = 0; i < f->nreq; i++) {
+        GridEmit g = {f, f->requires, "the requires clauses", NULL, 0, 0, d, true};
+        emit_val(&g, f->opnds[term->opnd + i], 0);
+        if (g.ok) {
+            uint8_t *code = arena_alloc(a, g.len ? g.len : 1);
+            if (g.len) memcpy(code, g.code, g.len);
+            rs[i] = (tilert_meta_require){f->mod->strs[f->req_msg[i]], code, g.len};
+        }
+        ok = ok && g.ok;
+        free(g.code);
+    }
+    k->requires = rs;
+    k->nrequires = ok ? f->nreq : 0;
+    return ok;
 }
 
 /* ---- TMA descriptors ------------------------------------------------------------ */
@@ -318,6 +397,7 @@ bool cg_meta_build(const IrFunc *const *kernels, const CgKernelFacts *facts, uin
     for (uint32_t i = 0; i < n; i++) {
         const IrFunc *f = kernels[i];
         tilert_meta_kernel *k = &ks[i];
+        memset(k, 0, sizeof *k);
         k->symbol = f->name;
         k->source_name = f->source_name;
         k->sm = tg->sm;
@@ -359,6 +439,7 @@ bool cg_meta_build(const IrFunc *const *kernels, const CgKernelFacts *facts, uin
         k->specs = ss;
         k->nspecs = f->nspecs;
         if (!emit_grid(f, a, k, d)) ok = false;
+        if (!emit_requires(f, a, k, d)) ok = false;
     }
     if (!ok) return false;
     uint8_t *blob;

@@ -39,6 +39,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct Occ {
     IrFunc *f;
@@ -202,12 +203,19 @@ static void mark_streamed(Occ *o)
     free(bnd);
 }
 
-int cg_min_ctas(IrFunc *f, const IrTarget *tg, int warps)
+int cg_min_ctas(IrFunc *f, const IrTarget *tg, int warps, CgOccupancy *occ)
 {
+    memset(occ, 0, sizeof *occ);
     const char *env = getenv("TILEC_MIN_CTAS");
-    if (env && *env) return atoi(env);
+    if (env && *env) {
+        occ->why = "TILEC_MIN_CTAS in the environment";
+        return occ->min_ctas = atoi(env);
+    }
     for (uint32_t i = 0; i < f->nops; i++)
-        if (ir_op(f, i)->opc == IR_DOT) return 0;
+        if (ir_op(f, i)->opc == IR_DOT) {
+            occ->why = "the kernel has a dot: ptxas's choice";
+            return 0;
+        }
     int threads = 32 * warps;
     Occ o = {f, threads, tl_xcalloc(f->nvals, 1), tl_xcalloc(f->nvals, 1), tl_xcalloc(f->nvals, sizeof(uint32_t))};
     mark_streamed(&o);
@@ -228,5 +236,7 @@ int cg_min_ctas(IrFunc *f, const IrTarget *tg, int warps)
     if (r < 40) r = 40;
     int64_t ctas = tg->regs_per_sm / ((int64_t)threads * r);
     if (ctas > tg->threads_per_sm / threads) ctas = tg->threads_per_sm / threads;
-    return ctas < 1 ? 1 : (int)ctas;
+    occ->peak = p;
+    occ->regs = (int)r;
+    return occ->min_ctas = ctas < 1 ? 1 : (int)ctas;
 }

@@ -107,6 +107,43 @@ void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...)
     va_end(ap);
 }
 
+const char *const diag_remark_names[DIAG_NREMARKS] = {
+#define REMARK(name, summary) #name,
+#include "remarks.def"
+#undef REMARK
+};
+const char *const diag_remark_summaries[DIAG_NREMARKS] = {
+#define REMARK(name, summary) summary,
+#include "remarks.def"
+#undef REMARK
+};
+
+bool diag_remark_on(const Diag *d, DiagRemark kind) { return (d->remarks >> kind) & 1u; }
+
+int diag_remark_find(const char *name)
+{
+    for (int k = 0; k < DIAG_NREMARKS; k++)
+        if (strcmp(diag_remark_names[k], name) == 0) return k;
+    return -1;
+}
+
+void diag_remark(Diag *d, DiagRemark kind, SrcLoc loc, const char *fmt, ...)
+{
+    if (!diag_remark_on(d, kind)) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    StrBuf b = {0};
+    if (loc.line) sb_printf(&b, "%s:%u:%u: ", d->file, loc.line, loc.col);
+    else sb_printf(&b, "%s: ", d->file);
+    if (d->color) sb_printf(&b, "\033[1;34mremark:\033[0m %s [%s]\n", msg, diag_remark_names[kind]);
+    else sb_printf(&b, "remark: %s [%s]\n", msg, diag_remark_names[kind]);
+    emit(d, b.s);
+    sb_free(&b);
+}
+
 void diag_error_noloc(Diag *d, const char *fmt, ...)
 {
     d->nerrors++;
@@ -150,4 +187,19 @@ const char *diag_closest(const char *name, const char *const *cands, size_t n)
         }
     }
     return bestd <= limit ? best : NULL;
+}
+
+void diag_unknown_kernel(Diag *d, const char *name, const char *const *names, size_t n)
+{
+    diag_error_noloc(d, "no kernel named '%s' in '%s'", name, d->file);
+    const char *near = diag_closest(name, names, n);
+    if (near) diag_note(d, (SrcLoc){0, 0}, "did you mean '%s'?", near);
+    if (!n) {
+        diag_note(d, (SrcLoc){0, 0}, "this file declares no kernel");
+        return;
+    }
+    StrBuf list = {0};
+    for (size_t i = 0; i < n; i++) sb_printf(&list, i ? ", %s" : "%s", names[i]);
+    diag_note(d, (SrcLoc){0, 0}, "kernels in this file: %s", list.s);
+    sb_free(&list);
 }

@@ -22,6 +22,18 @@ typedef struct SrcLoc {
 
 typedef enum { DIAG_COLOR_AUTO, DIAG_COLOR_ALWAYS, DIAG_COLOR_NEVER } DiagColor;
 
+/* Remarks (--remarks=NAME,...): why the compiler did what it did, printed as
+ *     file:line:col: remark: message [NAME]
+ * at the op's location.  Kinds: remarks.def. */
+typedef enum DiagRemark {
+#define REMARK(name, summary) DIAG_REMARK_##name,
+#include "remarks.def"
+#undef REMARK
+    DIAG_NREMARKS
+} DiagRemark;
+extern const char *const diag_remark_names[DIAG_NREMARKS];
+extern const char *const diag_remark_summaries[DIAG_NREMARKS];
+
 typedef struct Diag {
     const char *file;   /* name printed before each location */
     const char *src;    /* whole source text (NUL-terminated), for the caret line; may be NULL */
@@ -31,6 +43,7 @@ typedef struct Diag {
     bool capture;
     bool color;
     int nerrors, nwarnings;
+    uint32_t remarks;   /* bit k: remarks of kind k (DiagRemark) are printed */
     int max_errors;     /* after this many errors, further ones are dropped (0: 20) */
 } Diag;
 
@@ -40,8 +53,19 @@ void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...) TL_PRINTF(3, 4);
 void diag_warning(Diag *d, SrcLoc loc, const char *fmt, ...) TL_PRINTF(3, 4);
 /* A note attaches to the previous error or warning (dropped if that one was). */
 void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...) TL_PRINTF(3, 4);
+/* Whether remarks of `kind` are printed (callers skip work for remarks off). */
+bool diag_remark_on(const Diag *d, DiagRemark kind);
+/* A remark of `kind` at loc, when d->remarks asks for it: one line, no caret. */
+void diag_remark(Diag *d, DiagRemark kind, SrcLoc loc, const char *fmt, ...) TL_PRINTF(4, 5);
+/* The kind named `name` (as --remarks spells it); -1 when none is. */
+int diag_remark_find(const char *name);
 /* An error with no source position: "tilec: error: ..." */
 void diag_error_noloc(Diag *d, const char *fmt, ...) TL_PRINTF(2, 3);
+
+/* "no kernel named NAME in FILE", then "did you mean" and the kernels there
+ * are (`names`, n of them): the one report of an unknown --kernel, for source
+ * files (fe_lower) and IR files (the driver) alike. */
+void diag_unknown_kernel(Diag *d, const char *name, const char *const *names, size_t n);
 
 /* The closest candidate to `name` among `cands` (edit distance <= 2, or a third
  * of the length), or NULL.  For "did you mean 'arange'?" notes. */

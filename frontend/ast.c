@@ -396,6 +396,14 @@ static void decl(StrBuf *b, const AstNode *n)
             expr(b, n->warps);
             sb_putc(b, ')');
         }
+        for (uint32_t i = 0; i < n->nreqs; i++) {
+            newline(b, 1);
+            sb_puts(b, "(requires ");
+            expr(b, n->reqs[2 * i]);
+            sb_putc(b, ' ');
+            expr(b, n->reqs[2 * i + 1]);
+            sb_putc(b, ')');
+        }
         break;
     default: tl_fatal("ast", "ast_dump: %s is not a declaration", ast_kind_name[n->kind]);
     }

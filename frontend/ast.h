@@ -64,7 +64,7 @@ typedef enum AstKind {
     /* declarations */
     AST_CONST,      /* const name = a; */
     AST_FN,         /* fn name(params) { body } */
-    AST_KERNEL,     /* kernel name<cparams>(params) [grid(list)] [warps(a)] { body } */
+    AST_KERNEL,     /* kernel name<cparams>(params) [grid(list)] [warps(a)] [requires(c, "msg")]... { body } */
     AST_KIND_COUNT
 } AstKind;
 
@@ -120,6 +120,8 @@ struct AstNode {
     uint32_t ncparams;
     AstNode *warps;             /* AST_KERNEL: warps(expr) or NULL */
     bool has_grid;              /* AST_KERNEL: grid(list...) */
+    AstNode **reqs;             /* AST_KERNEL: requires(reqs[2i], reqs[2i+1]): condition, message (AST_STRING) */
+    uint32_t nreqs;
 };
 
 typedef struct Ast {

@@ -8,7 +8,8 @@
  *      its value (a -D, else its default, else an error naming it), which fixes
  *      the specialization and its symbol (KERNEL__P_64__T_f16);
  *   3. create the IrFunc: specs, parameters, warps, the grid block (its
- *      arguments mirror the parameters; it yields 1 to 3 integer scalars);
+ *      arguments mirror the parameters; it yields 1 to 3 integer scalars), the
+ *      requires block (the same arguments; one i1 per requires clause);
  *   4. lower the body (lower_stmt.c) and end it with RETURN;
  *   5. report -D options that named no parameter of a lowered kernel.
  * Compile-time evaluation outside a kernel body (consts, parameter defaults)
@@ -124,7 +125,63 @@ static void lower_grid(Lower *L, const AstNode *kn, IrFunc *f, const uint32_t *p
         if (param_bind[k] != UINT32_MAX) L->binds[param_bind[k]].val = fe_val(L, ir_blk(f, f->body)->args[k]);
 }
 
-static void lower_kernel(Lower *L, const AstNode *kn, bool *used, IrFunc *scratch)
+/* The requires(cond, "message") clauses: f->requires yields one i1 per clause. */
+static void lower_requires(Lower *L, const AstNode *kn, IrFunc *f, const uint32_t *param_bind)
+{
+    IrBlk q = ir_func_make_requires(f);
+    ir_builder_at_end(&L->b, f, q);
+    for (uint32_t k = 0; k < f->nparams; k++)
+        if (param_bind[k] != UINT32_MAX) L->binds[param_bind[k]].val = fe_val(L, ir_blk(f, q)->args[k]);
+    IrVal *conds = tl_xcalloc(kn->nreqs, sizeof *conds);
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < kn->nreqs; k++) {
+        const AstNode *e = kn->reqs[2 * k];
+        L->b.loc = e->loc;
+        LVal v = fe_expr(L, e);
+        if (v.kind == LV_INT && v.is_bool && v.i == 0) { /* known now: no launch could satisfy it */
+            diag_error(L->d, e->loc, "requires(...) is false for every launch of this specialization: %s",
+                       kn->reqs[2 * k + 1]->str);
+            continue;
+        }
+        if (v.kind == LV_INT && v.is_bool) v = fe_materialize(L, v, e->loc);
+        if (v.kind == LV_ERR) continue;
+        if (v.kind != LV_VAL || v.ty.kind != TY_TILE || v.ty.rank != 0 || v.ty.isptr || v.ty.dt != DT_I1) {
+            diag_error(L->d, e->loc, "the condition of requires(...) must be a boolean scalar (a comparison), got %s",
+                       sema_lv_str(L, &v));
+            continue;
+        }
+        conds[n++] = v.v;
+        ir_func_add_require(f, kn->reqs[2 * k + 1]->str);
+    }
+    /* the launcher evaluates the clauses on the host, on integer scalars only */
+    const IrBlock *qb = ir_blk(f, q);
+    for (uint32_t k = 0; k < qb->nops; k++) {
+        const IrOp *op = ir_op(f, qb->ops[k]);
+        for (uint32_t r = 0; r < op->nres; r++) {
+            IrType t = ir_vty(f, op->res + r);
+            if (t.kind == TY_TILE && t.rank == 0 && !t.isptr && dt_is_int((DType)t.dt)) continue;
+            diag_error(L->d, op->loc, "requires(...) computes on integer scalars only (the launcher evaluates it on "
+                       "the host), got %s", sema_ty_str(L, t));
+            break;
+        }
+    }
+    L->b.loc = kn->loc;
+    ir_build(&L->b, IR_YIELD, conds, n, NULL, 0, NULL);
+    free(conds);
+    for (uint32_t k = 0; k < f->nparams; k++)
+        if (param_bind[k] != UINT32_MAX) L->binds[param_bind[k]].val = fe_val(L, ir_blk(f, f->body)->args[k]);
+}
+
+static bool has_symbol(const IrModule *m, const char *sym)
+{
+    for (uint32_t i = 0; i < m->nfuncs; i++)
+        if (strcmp(m->funcs[i]->name, sym) == 0) return true;
+    return false;
+}
+
+/* Lowers one specialization of kn; false (and nothing added) when the module
+ * already holds its symbol (another spec set gave the same values). */
+static bool lower_kernel(Lower *L, const AstNode *kn, bool *used, IrFunc *scratch)
 {
     uint32_t base = L->nbinds;
     uint32_t token = sema_scope_push(L);
@@ -138,6 +195,15 @@ static void lower_kernel(Lower *L, const AstNode *kn, bool *used, IrFunc *scratc
         LVal v = cparam_value(L, kn, &kn->cparams[k], used, &sym, &text);
         spec_text[k] = text.s;
         sema_declare(L, kn->cparams[k].name, BIND_CPARAM, kn->cparams[k].loc, v, kn);
+    }
+    if (has_symbol(L->mod, sym.s)) {   /* only with spec sets: kernel names are unique */
+        for (uint32_t k = 0; k < kn->ncparams; k++) free(spec_text[k]);
+        free(spec_text);
+        sb_free(&sym);
+        sema_scope_pop(L, token);
+        L->nbinds = base;
+        L->f = NULL;
+        return false;
     }
     IrFunc *f = ir_func_new(L->mod, sym.s, kn->name, kn->loc);
     for (uint32_t k = 0; k < kn->ncparams; k++) {
@@ -179,6 +245,7 @@ static void lower_kernel(Lower *L, const AstNode *kn, bool *used, IrFunc *scratc
         }
     }
     if (kn->has_grid) lower_grid(L, kn, f, param_bind);
+    if (kn->nreqs) lower_requires(L, kn, f, param_bind);
     free(param_bind);
     ir_builder_at_end(&L->b, f, f->body);
     L->b.loc = kn->loc;
@@ -188,12 +255,15 @@ static void lower_kernel(Lower *L, const AstNode *kn, bool *used, IrFunc *scratc
     sema_scope_pop(L, token);
     L->nbinds = base;
     L->f = NULL;
+    return true;
 }
 
 /* Reports every -D that named no compile-time parameter of a lowered kernel. */
-static void report_unused(Lower *L, const bool *used, const bool *lowered)
+/* `spec`: the --spec set the defines from `from` on come from (its text names them), or NULL. */
+static void report_unused(Lower *L, const bool *used, const bool *lowered, uint32_t from, const char *spec)
 {
     const FeOptions *o = L->opts;
+    const char *opt = spec ? "--spec '" : "-D";
     uint32_t n = 0, cap = 0;
     const char **cands = NULL;
     for (uint32_t k = 0; k < L->ast->ndecls; k++) {
@@ -201,7 +271,7 @@ static void report_unused(Lower *L, const bool *used, const bool *lowered)
         if (g->kind != AST_KERNEL || !lowered[k]) continue;
         for (uint32_t j = 0; j < g->ncparams; j++) VEC_PUSH(cands, n, cap, g->cparams[j].name);
     }
-    for (uint32_t k = 0; k < o->ndefines; k++) {
+    for (uint32_t k = from; k < o->ndefines; k++) {
         if (used[k]) continue;
         const AstNode *owner = NULL;
         for (uint32_t g = 0; g < L->ast->ndecls && !owner; g++) {
@@ -210,24 +280,49 @@ static void report_unused(Lower *L, const bool *used, const bool *lowered)
                 if (strcmp(kn->cparams[j].name, o->defines[k].name) == 0) owner = kn;
         }
         if (owner) {
-            diag_error_noloc(L->d, "-D %s: only kernel '%s' has a compile-time parameter named '%s', and it is not compiled",
-                             o->defines[k].name, owner->name, o->defines[k].name);
+            diag_error_noloc(L->d, "%s%s%s%s: only kernel '%s' has a compile-time parameter named '%s', and it is not compiled",
+                             opt, spec ? spec : "", spec ? "': " : " ", o->defines[k].name, owner->name,
+                             o->defines[k].name);
             continue;
         }
         const char *best = diag_closest(o->defines[k].name, cands, n);
         if (best)
-            diag_error_noloc(L->d, "-D %s: no kernel has a compile-time parameter named '%s' (did you mean '%s'?)",
-                             o->defines[k].name, o->defines[k].name, best);
+            diag_error_noloc(L->d, "%s%s%s%s: no kernel has a compile-time parameter named '%s' (did you mean '%s'?)",
+                             opt, spec ? spec : "", spec ? "': " : " ", o->defines[k].name, o->defines[k].name, best);
         else
-            diag_error_noloc(L->d, "-D %s: no kernel has a compile-time parameter named '%s'", o->defines[k].name,
-                             o->defines[k].name);
+            diag_error_noloc(L->d, "%s%s%s%s: no kernel has a compile-time parameter named '%s'", opt,
+                             spec ? spec : "", spec ? "': " : " ", o->defines[k].name, o->defines[k].name);
     }
     free((void *)cands);
 }
 
+/* Whether the AST declares kernel `name`; if not, says so and lists those it declares. */
+static bool has_kernel(const Ast *ast, const char *name, Diag *d)
+{
+    uint32_t n = 0, cap = 0;
+    const char **names = NULL;
+    for (uint32_t k = 0; k < ast->ndecls; k++) {
+        if (ast->decls[k]->kind != AST_KERNEL) continue;
+        if (strcmp(ast->decls[k]->name, name) == 0) {
+            free((void *)names);
+            return true;
+        }
+        VEC_PUSH(names, n, cap, ast->decls[k]->name);
+    }
+    diag_unknown_kernel(d, name, names, n);
+    free((void *)names);
+    return false;
+}
+
 IrModule *fe_lower(const Ast *ast, const FeOptions *opts, Diag *d)
 {
+    return fe_lower_specs(ast, opts, NULL, 0, d);
+}
+
+IrModule *fe_lower_specs(const Ast *ast, const FeOptions *opts, const FeSpecSet *specs, uint32_t nspecs, Diag *d)
+{
     static const FeOptions no_opts = {0};
+    if (opts && opts->kernel && !has_kernel(ast, opts->kernel, d)) return NULL;
     Lower L;
     memset(&L, 0, sizeof L);
     L.d = d;
@@ -241,26 +336,45 @@ IrModule *fe_lower(const Ast *ast, const FeOptions *opts, Diag *d)
     L.f = scratch;
     ir_builder_at_end(&L.b, scratch, scratch->body);
     declare_globals(&L);
-    bool *used = tl_xcalloc(L.opts->ndefines ? L.opts->ndefines : 1, sizeof(bool));
+    const FeOptions *base = L.opts;
+    bool *used = tl_xcalloc(base->ndefines ? base->ndefines : 1, sizeof(bool));
     bool *lowered = tl_xcalloc(ast->ndecls ? ast->ndecls : 1, sizeof(bool));
     bool any = false;
-    for (uint32_t k = 0; k < ast->ndecls; k++) {
-        const AstNode *g = ast->decls[k];
-        if (g->kind != AST_KERNEL || (L.opts->kernel && strcmp(L.opts->kernel, g->name) != 0)) continue;
-        lower_kernel(&L, g, used, scratch);
-        lowered[k] = any = true;
+    /* without spec sets one pass with opts->defines; with them one pass per set, the
+     * defines then the set's in one list (the last wins) */
+    for (uint32_t s = 0; s < (nspecs ? nspecs : 1); s++) {
+        FeOptions so = *base;
+        FeDefine *defs = NULL;
+        bool *set_used = used;
+        if (nspecs) {
+            const FeSpecSet *set = &specs[s];
+            so.ndefines = base->ndefines + set->ndefines;
+            defs = tl_xcalloc(so.ndefines ? so.ndefines : 1, sizeof *defs);
+            if (base->ndefines) memcpy(defs, base->defines, base->ndefines * sizeof *defs);
+            if (set->ndefines) memcpy(defs + base->ndefines, set->defines, set->ndefines * sizeof *defs);
+            so.defines = defs;
+            set_used = tl_xcalloc(so.ndefines ? so.ndefines : 1, sizeof(bool));
+        }
+        L.opts = &so;
+        bool added = false;
+        for (uint32_t k = 0; k < ast->ndecls; k++) {
+            const AstNode *g = ast->decls[k];
+            if (g->kind != AST_KERNEL || (so.kernel && strcmp(so.kernel, g->name) != 0)) continue;
+            if (lower_kernel(&L, g, set_used, scratch)) added = true;
+            lowered[k] = any = true;
+        }
+        if (nspecs) {
+            for (uint32_t k = 0; k < base->ndefines; k++) used[k] = used[k] || set_used[k];
+            if (any) report_unused(&L, set_used, lowered, base->ndefines, specs[s].text ? specs[s].text : "");
+            if (any && !added && d->nerrors == errors_before)
+                diag_error_noloc(d, "--spec '%s': the same specialization as an earlier --spec",
+                                 specs[s].text ? specs[s].text : "");
+            free(set_used);
+            free(defs);
+        }
+        L.opts = base;
     }
-    if (L.opts->kernel && !any) {
-        uint32_t n = 0, cap = 0;
-        const char **names = NULL;
-        for (uint32_t k = 0; k < ast->ndecls; k++)
-            if (ast->decls[k]->kind == AST_KERNEL) VEC_PUSH(names, n, cap, ast->decls[k]->name);
-        const char *best = diag_closest(L.opts->kernel, names, n);
-        if (best) diag_error_noloc(d, "no kernel named '%s' (did you mean '%s'?)", L.opts->kernel, best);
-        else diag_error_noloc(d, "no kernel named '%s'", L.opts->kernel);
-        free((void *)names);
-    }
-    report_unused(&L, used, lowered);
+    report_unused(&L, used, lowered, 0, NULL);
     free(used);
     free(lowered);
     free(L.binds);

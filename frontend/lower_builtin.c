@@ -549,8 +549,13 @@ static LVal elementwise(Lower *L, FeBuiltin bi, const Args *a)
     const char *qname = bi == FE_BI_FMA ? "'fma'" : bi == FE_BI_MAXIMUM ? "'maximum'" : "'minimum'";
     if (!fe_unify(L, xs, n, loc, qname, true)) return fe_err();
     if (bi == FE_BI_FMA) {
-        if (dt_is_int((DType)xs[0].ty.dt))
-            for (int k = 0; k < 3; k++) xs[k] = fe_to_dtype(L, xs[k], DT_F32, loc);
+        if (dt_is_int((DType)xs[0].ty.dt)) {
+            /* integers follow the promotion table like `a * b + c` (wrapping; one rounding is moot) */
+            IrVal m[2] = {xs[0].v, xs[1].v};
+            IrVal ab = fe_emit(L, IR_MUL, m, 2, xs[0].ty, NULL);
+            IrVal s[2] = {ab, xs[2].v};
+            return fe_val(L, fe_emit(L, IR_ADD, s, 2, xs[0].ty, NULL));
+        }
         IrVal o[3] = {xs[0].v, xs[1].v, xs[2].v};
         return fe_val(L, fe_emit(L, IR_FMA, o, 3, xs[0].ty, NULL));
     }

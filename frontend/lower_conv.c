@@ -14,10 +14,12 @@
 #include <string.h>
 
 #include "lower_int.h"
+#include "../ir/fpconv.h"
 
 LVal fe_err(void) { return (LVal){.kind = LV_ERR}; }
 LVal fe_void(void) { return (LVal){.kind = LV_VOID}; }
 LVal fe_weak_int(int64_t i) { return (LVal){.kind = LV_INT, .i = i}; }
+LVal fe_weak_uint(uint64_t u) { return (LVal){.kind = LV_INT, .is_u64 = u > (uint64_t)INT64_MAX, .i = (int64_t)u}; }
 LVal fe_weak_bool(bool b) { return (LVal){.kind = LV_INT, .is_bool = true, .i = b}; }
 LVal fe_weak_float(double f) { return (LVal){.kind = LV_FLOAT, .f = f}; }
 LVal fe_val(Lower *L, IrVal v) { return (LVal){.kind = LV_VAL, .v = v, .ty = ir_vty(L->f, v)}; }
@@ -72,11 +74,18 @@ static bool operand_ok(Lower *L, const LVal *x, SrcLoc loc, const char *opname)
     }
 }
 
+bool fe_weak_fits(const LVal *x, DType dt)
+{
+    if (x->is_u64) return dt == DT_U64 || dt_is_float(dt);
+    return sema_int_fits(x->i, dt);
+}
+
+/* Integers to a float type are rounded once (fp_from_int), u64 ones as unsigned. */
 static LVal const_of(Lower *L, LVal x, DType dt)
 {
     SrcLoc saved = L->b.loc;
     if (x.loc.line) L->b.loc = x.loc;
-    IrVal v = dt_is_float(dt) ? ir_const_float(&L->b, dt, x.kind == LV_FLOAT ? x.f : (double)x.i)
+    IrVal v = dt_is_float(dt) ? ir_const_float(&L->b, dt, x.kind == LV_FLOAT ? x.f : fp_from_int(dt, x.i, x.is_u64))
                               : ir_const_int(&L->b, dt, x.i);
     L->b.loc = saved;
     return fe_val(L, v);
@@ -87,14 +96,18 @@ LVal fe_materialize(Lower *L, LVal x, SrcLoc loc)
     if (x.kind == LV_FLOAT) return const_of(L, x, DT_F32);
     if (x.kind != LV_INT) return x;
     if (x.is_bool) return const_of(L, x, DT_I1);
+    if (x.is_u64) return const_of(L, x, DT_U64); /* above i64's range: u64 */
     return const_of(L, x, sema_int_fits(x.i, DT_I32) ? DT_I32 : DT_I64);
 }
 
 LVal fe_to_dtype(Lower *L, LVal x, DType dt, SrcLoc loc)
 {
     if (x.kind == LV_INT) {
-        if (dt_is_int(dt) && !sema_int_fits(x.i, dt)) {
-            diag_error(L->d, loc, "integer literal %lld does not fit in %s", (long long)x.i, dt_name[dt]);
+        if (dt_is_int(dt) && !fe_weak_fits(&x, dt)) {
+            if (x.is_u64)
+                diag_error(L->d, loc, "integer literal %llu does not fit in %s", (unsigned long long)x.i, dt_name[dt]);
+            else
+                diag_error(L->d, loc, "integer literal %lld does not fit in %s", (long long)x.i, dt_name[dt]);
             return fe_err();
         }
         return const_of(L, x, dt);
@@ -187,8 +200,42 @@ LVal fe_to_bool(Lower *L, LVal x, SrcLoc loc, const char *what)
 static bool is_cmp(int op) { return op >= OP_EQ && op <= OP_GE; }
 static bool is_bitwise(int op) { return op >= OP_AND && op <= OP_SHR; }
 
+/* A constant expression with an operand above 2^63 - 1 is computed in u64, as
+ * C computes with an unsigned long long literal: wrapping modulo 2^64, and
+ * division, remainder, >> and comparisons unsigned. */
+static LVal fold_u64(Lower *L, int op, uint64_t a, uint64_t b, SrcLoc loc)
+{
+    switch (op) {
+    case OP_ADD: return fe_weak_uint(a + b);
+    case OP_SUB: return fe_weak_uint(a - b);
+    case OP_MUL: return fe_weak_uint(a * b);
+    case OP_DIV:
+    case OP_MOD:
+        if (b == 0) {
+            diag_error(L->d, loc, "division by zero in a constant expression");
+            return fe_err();
+        }
+        return fe_weak_uint(op == OP_DIV ? a / b : a % b);
+    case OP_AND: return fe_weak_uint(a & b);
+    case OP_OR: return fe_weak_uint(a | b);
+    case OP_XOR: return fe_weak_uint(a ^ b);
+    case OP_SHL: return fe_weak_uint(b >= 64 ? 0 : a << b);
+    case OP_SHR: return fe_weak_uint(b >= 64 ? 0 : a >> b);
+    case OP_EQ: return fe_weak_bool(a == b);
+    case OP_NE: return fe_weak_bool(a != b);
+    case OP_LT: return fe_weak_bool(a < b);
+    case OP_LE: return fe_weak_bool(a <= b);
+    case OP_GT: return fe_weak_bool(a > b);
+    case OP_GE: return fe_weak_bool(a >= b);
+    case OP_LAND: return fe_weak_bool(a && b);
+    case OP_LOR: return fe_weak_bool(a || b);
+    }
+    return fe_err();
+}
+
 static LVal fold_int(Lower *L, int op, LVal x, LVal y, SrcLoc loc)
 {
+    if (x.is_u64 || y.is_u64) return fold_u64(L, op, (uint64_t)x.i, (uint64_t)y.i, loc);
     int64_t a = x.i, b = y.i;
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
     bool both_bool = x.is_bool && y.is_bool;
@@ -228,7 +275,8 @@ static LVal fold(Lower *L, int op, LVal x, LVal y, SrcLoc loc)
         diag_error(L->d, loc, "operator '%s' needs integer operands, got a float literal", ast_op_name[op]);
         return fe_err();
     }
-    double a = x.kind == LV_FLOAT ? x.f : (double)x.i, b = y.kind == LV_FLOAT ? y.f : (double)y.i;
+    double a = x.kind == LV_FLOAT ? x.f : x.is_u64 ? (double)(uint64_t)x.i : (double)x.i;
+    double b = y.kind == LV_FLOAT ? y.f : y.is_u64 ? (double)(uint64_t)y.i : (double)y.i;
     switch (op) {
     case OP_ADD: return fe_weak_float(a + b);
     case OP_SUB: return fe_weak_float(a - b);
@@ -272,7 +320,10 @@ static LVal ptr_arith(Lower *L, int op, LVal p, LVal off, SrcLoc loc)
         return fe_err();
     }
     if (off.kind == LV_INT) {
-        if (op == OP_SUB) off.i = (int64_t)(0 - (uint64_t)off.i);
+        if (op == OP_SUB) {
+            off.i = (int64_t)(0 - (uint64_t)off.i); /* a u64 offset negates modulo 2^64 */
+            off.is_u64 = off.is_u64 && (uint64_t)off.i > (uint64_t)INT64_MAX;
+        }
         off = fe_materialize(L, off, loc);
     } else if (op == OP_SUB) {
         off = fe_val(L, fe_emit(L, IR_NEG, &off.v, 1, off.ty, NULL));
@@ -402,6 +453,14 @@ LVal fe_unary(Lower *L, int op, LVal x, SrcLoc loc)
         return fe_err();
     }
     if (op == '+') return x;
+    if (x.kind == LV_INT && op == '-' && x.is_u64) {
+        /* -2^63 is i64's minimum; below it no integer type reaches */
+        if ((uint64_t)x.i == (uint64_t)1 << 63) return fe_weak_int(INT64_MIN);
+        diag_error(L->d, loc, "integer literal -%llu is too small (less than -2^63)", (unsigned long long)x.i);
+        return fe_err();
+    }
+    if (x.kind == LV_INT && op == '-' && x.i == INT64_MIN) return fe_weak_uint((uint64_t)1 << 63);
+    if (x.kind == LV_INT && x.is_u64) return fe_weak_uint(~(uint64_t)x.i);
     if (x.kind == LV_INT) return fe_weak_int(op == '-' ? (int64_t)(0 - (uint64_t)x.i) : ~x.i);
     if (x.kind == LV_FLOAT) return fe_weak_float(-x.f);
     if (is_fp8((DType)x.ty.dt)) x = fe_to_dtype(L, x, DT_F32, loc);

@@ -210,11 +210,7 @@ static LVal expr(Lower *L, const AstNode *e)
 {
     switch (e->kind) {
     case AST_INT:
-        if (e->uval > (uint64_t)INT64_MAX) {
-            diag_error(L->d, e->loc, "integer literal is too large (more than 2^63 - 1)");
-            return fe_err();
-        }
-        return fe_weak_int((int64_t)e->uval);
+        return fe_weak_uint(e->uval); /* above 2^63 - 1: u64 (lang/REFERENCE.md) */
     case AST_FLOAT: return fe_weak_float(e->fval);
     case AST_BOOL: return fe_weak_bool(e->ival != 0);
     case AST_STRING:

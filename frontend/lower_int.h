@@ -25,7 +25,8 @@ typedef enum LvKind {
     LV_ERR,     /* poison: an error was reported already */
     LV_VOID,    /* no value (a store, a fn without return) */
     LV_VAL,     /* IR value v of type ty (tile, scalar, pointer or view) */
-    LV_INT,     /* weak compile-time integer i (is_bool: from true/false/comparisons) */
+    LV_INT,     /* weak compile-time integer i (is_bool: from true/false/comparisons;
+                   is_u64: the value is (uint64_t)i, above 2^63 - 1) */
     LV_FLOAT,   /* weak compile-time float f */
     LV_TYPE,    /* a type (from a `type` parameter): ty */
     LV_TUPLE,   /* items[0..nitems) */
@@ -35,6 +36,7 @@ typedef struct LVal LVal;
 struct LVal {
     uint8_t kind;
     bool is_bool;
+    bool is_u64;
     IrVal v;
     IrType ty;
     int64_t i;
@@ -124,6 +126,10 @@ DefKind sema_parse_define(const char *text, int64_t *ival, DType *dt);
 LVal fe_err(void);
 LVal fe_void(void);
 LVal fe_weak_int(int64_t i);
+/* A weak integer of value u (is_u64 when above 2^63 - 1). */
+LVal fe_weak_uint(uint64_t u);
+/* Whether weak integer x fits dtype dt (any float type: yes). */
+bool fe_weak_fits(const LVal *x, DType dt);
 LVal fe_weak_bool(bool b);
 LVal fe_weak_float(double f);
 LVal fe_val(Lower *L, IrVal v);

@@ -182,7 +182,8 @@ static void lower_for(Lower *L, const AstNode *s)
         any_strong = true;
     }
     for (int k = 0; k < 3 && ok && !any_strong; k++)
-        if (!sema_int_fits(r[k].i, DT_I32)) dt = DT_I64;
+        if (r[k].is_u64) dt = DT_U64;
+        else if (!sema_int_fits(r[k].i, DT_I32) && dt != DT_U64) dt = DT_I64;
     IrVal opnd3[3];
     for (int k = 0; k < 3 && ok; k++) {
         LVal v = fe_to_dtype(L, r[k], dt, at[k]);

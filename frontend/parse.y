@@ -59,8 +59,9 @@ typedef struct ParamList { AstParam *items; uint32_t n, cap; } ParamList;
 typedef struct CParamList { AstCParam *items; uint32_t n, cap; } CParamList;
 typedef struct NameList { const char **names; SrcLoc *locs; uint32_t n, cap; } NameList;
 
-typedef struct Clauses {        /* kernel grid(...) and warps(...) */
+typedef struct Clauses {        /* kernel grid(...), warps(...) and requires(...) */
     NodeList grid;
+    NodeList reqs;              /* requires(cond, "message"): cond, message, cond, message... */
     bool has_grid;
     AstNode *warps;
     SrcLoc grid_loc, warps_loc;
@@ -281,6 +282,8 @@ static AstNode *kernel(LexState *st, const char *name, SrcLoc loc, CParamList cp
     n->nlist = cl.grid.n;
     n->has_grid = cl.has_grid;
     n->warps = cl.warps;
+    n->reqs = cl.reqs.items;
+    n->nreqs = cl.reqs.n / 2;
     n->body = body.items;
     n->nbody = body.n;
     return n;
@@ -307,8 +310,17 @@ static void clause(LexState *st, Clauses *cl, const char *name, SrcLoc loc, Node
         }
         cl->warps = args.items[0];
         cl->warps_loc = loc;
+    } else if (strcmp(name, "requires") == 0) {
+        if (args.n != 2 || args.items[1]->kind != AST_STRING) {
+            diag_error(st->diag, args.n == 2 ? args.items[1]->loc : loc,
+                       "requires(...) takes a condition and a message string: requires(cond, \"message\")");
+            return;
+        }
+        PUSH(cl->reqs, items, args.items[0]);
+        PUSH(cl->reqs, items, args.items[1]);
     } else {
-        diag_error(st->diag, loc, "unknown kernel clause '%s': expected 'grid(...)', 'warps(...)' or '{'", name);
+        diag_error(st->diag, loc, "unknown kernel clause '%s': expected 'grid(...)', 'warps(...)', 'requires(...)' or '{'",
+                   name);
     }
 }
 }

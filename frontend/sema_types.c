@@ -9,6 +9,8 @@
 DType sema_promote(DType a, DType b)
 {
     if (a == b) return a;
+    /* fp8 with anything else (an integer, another float, the other fp8) is computed in f32 */
+    if (a == DT_F8E4M3 || a == DT_F8E5M2 || b == DT_F8E4M3 || b == DT_F8E5M2) return DT_F32;
     bool fa = dt_is_float(a), fb = dt_is_float(b);
     if (fa != fb) return fa ? a : b;            /* integer with float: the float */
     if (!fa) {
@@ -18,7 +20,7 @@ DType sema_promote(DType a, DType b)
         return dt_is_unsigned(a) ? a : b;       /* equal width, mixed sign: unsigned */
     }
     if (dt_bits[a] != dt_bits[b]) return dt_bits[a] > dt_bits[b] ? a : b;
-    return DT_F32;                              /* f16+bf16, e4m3+e5m2 */
+    return DT_F32;                              /* f16+bf16 */
 }
 
 bool sema_int_fits(int64_t v, DType dt)

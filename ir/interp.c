@@ -12,6 +12,8 @@
  *      A hook reads its operands' runtime values and writes its results'.
  *      Control-flow hooks run their regions recursively; a terminator's hook
  *      only records itself in in->term, and the region's owner reads its operands.
+ *      Elementwise ops on numbers evaluate each lane with ir_scalar_eval
+ *      (ir/scalar.c), which constant folding calls too.
  *   4. The first error (out-of-bounds or misaligned access, integer division by
  *      zero, failed assert, step limit, a broken protocol of the pipelining
  *      ops) is reported at the op's location and unwinds every hook (they
@@ -19,10 +21,8 @@
  *
  * Runtime values: one RVal per IrVal, whose storage is allocated at the value's
  * first definition and reused (an SSA value has one type, hence one size).
- *   integers  int64, canonical: int_wrap of the dtype (signed sign-extended,
- *             unsigned zero-extended, u64 as its bit pattern, i1 0 or 1)
- *   floats    double, always exactly representable in the dtype (fp_round after
- *             every op; the result of an op is rounded once)
+ *   numbers   an IrScalar (scalar.h): integers canonical in .i, floats in .f
+ *             exactly representable in the dtype
  *   pointers  the encoding above, in Elem.i
  *   views     base pointer, shape and strides (in elements)
  *   smem      a reference to the SMEM_ALLOC result holding the buffer: its
@@ -48,11 +48,11 @@
 #include <string.h>
 
 #include "fpconv.h"
+#include "scalar.h"
 
-typedef union Elem {
-    int64_t i;   /* integers (canonical), i1, pointers */
-    double f;    /* floats (exact in their dtype) */
-} Elem;
+/* One element: an IrScalar (scalar.h: integers canonical in .i, floats exact
+ * in their dtype in .f), or a pointer in .i. */
+typedef IrScalar Elem;
 
 /* The barrier of one stage of a shared-memory buffer, as the protocol checks
  * see it: loads - waited loads have not been waited for yet. */
@@ -82,6 +82,7 @@ typedef struct Interp {
     Diag *d;
     const IrOp *term;    /* the terminator that ended the innermost finished block, or NULL */
     bool in_grid;        /* evaluating the grid clause: there is no program id */
+    bool in_requires;    /* (with in_grid) evaluating the requires clauses */
 } Interp;
 
 typedef bool (*ExecHook)(Interp *in, const IrOp *op);
@@ -156,7 +157,7 @@ static bool fail(Interp *in, const IrOp *op, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (in->in_grid) diag_error(in->d, op->loc, "%s (in the grid clause)", msg);
+    if (in->in_grid) diag_error(in->d, op->loc, "%s (in the %s clause)", msg, in->in_requires ? "requires" : "grid");
     else diag_error(in->d, op->loc, "%s (program (%u, %u, %u))", msg, in->pid[0], in->pid[1], in->pid[2]);
     return false;
 }
@@ -175,51 +176,6 @@ static uint64_t get_le(const unsigned char *p, int n)
 static void put_le(unsigned char *p, int n, uint64_t v)
 {
     for (int i = 0; i < n; i++, v >>= 8) p[i] = (unsigned char)v;
-}
-
-/* The bits of an element as memory holds it (dt_bytes(dt) bytes). */
-static uint64_t to_bits(DType dt, Elem v)
-{
-    switch (dt) {
-    case DT_F8E4M3: return fp_to_f8e4m3(v.f);
-    case DT_F8E5M2: return fp_to_f8e5m2(v.f);
-    case DT_F16: return fp_to_f16(v.f);
-    case DT_BF16: return fp_to_bf16(v.f);
-    case DT_F32: {
-        float x = (float)v.f;
-        uint32_t b;
-        memcpy(&b, &x, sizeof b);
-        return b;
-    }
-    case DT_F64: {
-        uint64_t b;
-        memcpy(&b, &v.f, sizeof b);
-        return b;
-    }
-    default: return dt_bits[dt] == 64 ? (uint64_t)v.i : (uint64_t)v.i & ((1ull << dt_bits[dt]) - 1);
-    }
-}
-
-static Elem from_bits(DType dt, uint64_t b)
-{
-    Elem v;
-    switch (dt) {
-    case DT_F8E4M3: v.f = fp_from_f8e4m3((uint8_t)b); break;
-    case DT_F8E5M2: v.f = fp_from_f8e5m2((uint8_t)b); break;
-    case DT_F16: v.f = fp_from_f16((uint16_t)b); break;
-    case DT_BF16: v.f = fp_from_bf16((uint16_t)b); break;
-    case DT_F32: {
-        uint32_t b32 = (uint32_t)b;
-        float x;
-        memcpy(&x, &b32, sizeof x);
-        v.f = x;
-        break;
-    }
-    case DT_F64: memcpy(&v.f, &b, sizeof v.f); break;
-    case DT_I1: v.i = b != 0; break; /* a bool byte: any nonzero is true */
-    default: v.i = int_wrap(dt, (int64_t)b); break;
-    }
-    return v;
 }
 
 /* ---- memory -------------------------------------------------------------------- */
@@ -250,124 +206,27 @@ static unsigned char *mem_at(Interp *in, const IrOp *op, uint64_t p, int size, i
     return (unsigned char *)buf->data + off;
 }
 
-static Elem mem_read(DType dt, const unsigned char *p) { return from_bits(dt, get_le(p, dt_bytes(dt))); }
-static void mem_write(DType dt, unsigned char *p, Elem v) { put_le(p, dt_bytes(dt), to_bits(dt, v)); }
-
+static Elem mem_read(DType dt, const unsigned char *p) { return ir_scalar_from_bits(dt, get_le(p, dt_bytes(dt))); }
+static void mem_write(DType dt, unsigned char *p, Elem v) { put_le(p, dt_bytes(dt), ir_scalar_bits(dt, v)); }
 /* ---- scalar arithmetic ------------------------------------------------------------ */
 
-/* Float order for max/min, argmax/argmin, sort and topk: -0 < +0, and NaN above
- * everything when nan_high (below everything otherwise); NaNs tie. */
+/* The language's scalar arithmetic is ir/scalar.c's, shared with constant
+ * folding; these name the uses the interpreter makes of it. */
 static int fcmp(double a, double b, bool nan_high)
 {
-    bool na = isnan(a), nb = isnan(b);
-    if (na || nb) return na == nb ? 0 : (na == nan_high ? 1 : -1);
-    if (a < b) return -1;
-    if (a > b) return 1;
-    if (a == 0 && signbit(a) != signbit(b)) return signbit(a) ? -1 : 1;
-    return 0;
+    return ir_scalar_order(DT_F64, (Elem){.f = a}, (Elem){.f = b}, nan_high);
 }
 
-/* max/min of floats: a NaN operand gives NaN. */
+static int icmp(DType dt, int64_t a, int64_t b) { return ir_scalar_order(dt, (Elem){.i = a}, (Elem){.i = b}, false); }
+
 static double fmaxmin(double a, double b, bool want_max)
 {
-    if (isnan(a) || isnan(b)) return NAN;
-    int c = fcmp(a, b, true);
-    return (want_max ? c >= 0 : c <= 0) ? a : b;
+    return ir_scalar_maxmin(DT_F64, (Elem){.f = a}, (Elem){.f = b}, want_max).f;
 }
 
-static int icmp(DType dt, int64_t a, int64_t b)
-{
-    if (dt_is_signed(dt)) return a < b ? -1 : a > b;
-    return (uint64_t)a < (uint64_t)b ? -1 : (uint64_t)a > (uint64_t)b;
-}
-
-static bool cmp_holds(IrCmp pred, int c, bool unordered)
-{
-    if (unordered) return pred == CMP_NE;
-    switch (pred) {
-    case CMP_EQ: return c == 0;
-    case CMP_NE: return c != 0;
-    case CMP_LT: return c < 0;
-    case CMP_LE: return c <= 0;
-    case CMP_GT: return c > 0;
-    case CMP_GE: return c >= 0;
-    default: tl_fatal("interp", "bad cmp predicate %d", (int)pred);
-    }
-}
-
-/* a*b + c rounded once to dt.  Below f64 the operands are at most f32, so a*b is
- * exact in double; the sum is rounded to odd in double (TwoSum gives the exact
- * error), and rounding that to a format of <= 24 bits is then correctly rounded
- * (53 >= 24 + 2).  Relies on no FP contraction (ISO C mode: -ffp-contract=off). */
 static double fma_round(DType dt, double a, double b, double c)
 {
-    if (dt == DT_F64) return fma(a, b, c);
-    double p = a * b, s = p + c;
-    if (!isfinite(s)) return fp_round(dt, s);
-    double bb = s - p;
-    double err = (p - (s - bb)) + (c - bb);
-    if (err != 0) {
-        uint64_t bits;
-        memcpy(&bits, &s, sizeof bits);
-        if (!(bits & 1)) s = nextafter(s, err > 0 ? INFINITY : -INFINITY);
-    }
-    return fp_round(dt, s);
-}
-
-static double fbinary(IrOpcode opc, DType dt, double a, double b)
-{
-    double r;
-    switch (opc) {
-    case IR_ADD: r = a + b; break;
-    case IR_SUB: r = a - b; break;
-    case IR_MUL: r = a * b; break;
-    case IR_DIV: r = a / b; break;
-    case IR_REM: r = fmod(a, b); break;
-    case IR_MAX: r = fmaxmin(a, b, true); break;
-    case IR_MIN: r = fmaxmin(a, b, false); break;
-    default: tl_fatal("interp", "%s on a float type", ir_opinfo[opc].name);
-    }
-    return fp_round(dt, r);
-}
-
-/* An integer binary op on canonical operands; false on division by zero. */
-static bool ibinary(IrOpcode opc, DType dt, int64_t a, int64_t b, int64_t *r)
-{
-    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-    bool sg = dt_is_signed(dt);
-    int w = dt_bits[dt];
-    switch (opc) {
-    case IR_ADD: *r = (int64_t)(ua + ub); break;
-    case IR_SUB: *r = (int64_t)(ua - ub); break;
-    case IR_MUL: *r = (int64_t)(ua * ub); break;
-    case IR_DIV:
-    case IR_REM:
-        if (b == 0) return false;
-        if (!sg) *r = (int64_t)(opc == IR_DIV ? ua / ub : ua % ub);
-        else if (b == -1) *r = opc == IR_DIV ? (int64_t)(0 - ua) : 0; /* min / -1 wraps */
-        else *r = opc == IR_DIV ? a / b : a % b;
-        break;
-    case IR_AND: *r = a & b; break;
-    case IR_OR: *r = a | b; break;
-    case IR_XOR: *r = a ^ b; break;
-    case IR_SHL:
-        if (sg ? (b < 0 || b >= w) : ub >= (uint64_t)w) *r = 0;
-        else *r = (int64_t)(ua << b);
-        break;
-    case IR_SHR:
-        if (sg) {
-            int64_t c = b < 0 || b >= w ? 63 : b; /* out of range: the sign fill */
-            *r = a < 0 ? ~(~a >> c) : a >> c;
-        } else {
-            *r = ub >= (uint64_t)w ? 0 : (int64_t)(ua >> ub);
-        }
-        break;
-    case IR_MAX: *r = icmp(dt, a, b) >= 0 ? a : b; break;
-    case IR_MIN: *r = icmp(dt, a, b) <= 0 ? a : b; break;
-    default: tl_fatal("interp", "%s on an integer type", ir_opinfo[opc].name);
-    }
-    *r = int_wrap(dt, *r);
-    return true;
+    return ir_scalar_fma(dt, (Elem){.f = a}, (Elem){.f = b}, (Elem){.f = c}).f;
 }
 
 /* ---- shape helpers --------------------------------------------------------------- */
@@ -396,9 +255,7 @@ static void axis_layout(Interp *in, const IrOp *op, int64_t *outer, int64_t *len
 static bool exec_CONST(Interp *in, const IrOp *op)
 {
     IrType t = vty(in, op->res);
-    Elem v;
-    if (is_float(t)) v.f = fp_round((DType)t.dt, op->attr.f);
-    else v.i = int_wrap((DType)t.dt, op->attr.i);
+    Elem v = ir_scalar_of_attr((DType)t.dt, &op->attr);
     Elem *r = out(in, op->res);
     for (int64_t k = 0; k < in->vals[op->res].n; k++) r[k] = v;
     return true;
@@ -489,35 +346,48 @@ static bool exec_TRANS(Interp *in, const IrOp *op)
 
 /* ---- hooks: elementwise ------------------------------------------------------------- */
 
-static bool binary(Interp *in, const IrOp *op)
+/* Elementwise ops on numbers: each lane through ir_scalar_eval, the function
+ * constant folding calls too (operand dtype: operand 0's). */
+static bool elementwise(Interp *in, const IrOp *op)
 {
     IrOpcode opc = (IrOpcode)op->opc;
     IrType t = vty(in, ir_opnd(in->f, op, 0)), rt = vty(in, op->res);
+    TL_ASSERT(op->nopnd >= 1 && op->nopnd <= 3 && !t.isptr && !rt.isptr, "interp");
+    RVal *x[3];
+    for (uint32_t j = 0; j < op->nopnd; j++) {
+        x[j] = arg(in, op, j);
+        TL_ASSERT(x[j]->n == x[0]->n, "interp");
+    }
+    Elem *r = out(in, op->res);
+    for (int64_t k = 0; k < x[0]->n; k++) {
+        Elem v[3];
+        for (uint32_t j = 0; j < op->nopnd; j++) v[j] = x[j]->e[k];
+        switch (ir_scalar_eval(opc, op->attr.i, (DType)t.dt, (DType)rt.dt, v, &r[k])) {
+        case IR_SCALAR_OK: break;
+        case IR_SCALAR_DIV_ZERO:
+            return fail(in, op, "integer %s by zero (lane %lld)", opc == IR_DIV ? "division" : "remainder",
+                        (long long)k);
+        default: tl_fatal("interp", "%s from %s to %s", opname(op), dt_name[t.dt], dt_name[rt.dt]);
+        }
+    }
+    return true;
+}
+
+static bool binary(Interp *in, const IrOp *op) { return elementwise(in, op); }
+static bool unary(Interp *in, const IrOp *op) { return elementwise(in, op); }
+
+/* Pointers compare by buffer, then by offset; numbers as ir_scalar_cmp says. */
+static bool exec_CMP(Interp *in, const IrOp *op)
+{
+    if (!vty(in, ir_opnd(in->f, op, 0)).isptr) return elementwise(in, op);
     RVal *a = arg(in, op, 0), *b = arg(in, op, 1);
     TL_ASSERT(a->n == b->n, "interp");
     Elem *r = out(in, op->res);
-    DType dt = (DType)t.dt;
     for (int64_t k = 0; k < a->n; k++) {
-        if (opc == IR_CMP) {
-            int c;
-            bool unordered = false;
-            if (t.isptr) {
-                uint64_t pa = (uint64_t)a->e[k].i, pb = (uint64_t)b->e[k].i;
-                c = ptr_buf(pa) != ptr_buf(pb) ? (ptr_buf(pa) < ptr_buf(pb) ? -1 : 1)
-                                                : (ptr_off(pa) > ptr_off(pb)) - (ptr_off(pa) < ptr_off(pb));
-            } else if (is_float(t)) {
-                unordered = isnan(a->e[k].f) || isnan(b->e[k].f);
-                c = (a->e[k].f > b->e[k].f) - (a->e[k].f < b->e[k].f);
-            } else {
-                c = icmp(dt, a->e[k].i, b->e[k].i);
-            }
-            r[k].i = cmp_holds((IrCmp)op->attr.i, c, unordered);
-        } else if (is_float(rt)) {
-            r[k].f = fbinary(opc, dt, a->e[k].f, b->e[k].f);
-        } else if (!ibinary(opc, dt, a->e[k].i, b->e[k].i, &r[k].i)) {
-            return fail(in, op, "integer %s by zero (lane %lld)", opc == IR_DIV ? "division" : "remainder",
-                        (long long)k);
-        }
+        uint64_t pa = (uint64_t)a->e[k].i, pb = (uint64_t)b->e[k].i;
+        int c = ptr_buf(pa) != ptr_buf(pb) ? (ptr_buf(pa) < ptr_buf(pb) ? -1 : 1)
+                                            : (ptr_off(pa) > ptr_off(pb)) - (ptr_off(pa) < ptr_off(pb));
+        r[k].i = ir_scalar_cmp((IrCmp)op->attr.i, DT_I32, (Elem){.i = c}, (Elem){.i = 0});
     }
     return true;
 }
@@ -534,7 +404,6 @@ static bool exec_SHL(Interp *in, const IrOp *op) { return binary(in, op); }
 static bool exec_SHR(Interp *in, const IrOp *op) { return binary(in, op); }
 static bool exec_MAX(Interp *in, const IrOp *op) { return binary(in, op); }
 static bool exec_MIN(Interp *in, const IrOp *op) { return binary(in, op); }
-static bool exec_CMP(Interp *in, const IrOp *op) { return binary(in, op); }
 
 static bool exec_ADDPTR(Interp *in, const IrOp *op)
 {
@@ -545,54 +414,6 @@ static bool exec_ADDPTR(Interp *in, const IrOp *op)
     Elem *r = out(in, op->res);
     for (int64_t k = 0; k < p->n; k++)
         r[k].i = (int64_t)ptr_add((uint64_t)p->e[k].i, (int64_t)((uint64_t)o->e[k].i * (uint64_t)size));
-    return true;
-}
-
-static double fmath(IrOpcode opc, double x)
-{
-    switch (opc) {
-    case IR_NEG: return -x;
-    case IR_EXP: return exp(x);
-    case IR_EXP2: return exp2(x);
-    case IR_LOG: return log(x);
-    case IR_LOG2: return log2(x);
-    case IR_SQRT: return sqrt(x);
-    case IR_RSQRT: return 1.0 / sqrt(x);
-    case IR_ABS: return fabs(x);
-    case IR_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case IR_TANH: return tanh(x);
-    case IR_ERF: return erf(x);
-    case IR_FLOOR: return floor(x);
-    case IR_CEIL: return ceil(x);
-    default: tl_fatal("interp", "%s on a float type", ir_opinfo[opc].name);
-    }
-}
-
-/* Unary elementwise ops.  Math on an integer operand with a float result
- * computes on the operand converted to the result type. */
-static bool unary(Interp *in, const IrOp *op)
-{
-    IrOpcode opc = (IrOpcode)op->opc;
-    IrType xt = vty(in, ir_opnd(in->f, op, 0)), rt = vty(in, op->res);
-    RVal *x = arg(in, op, 0);
-    Elem *r = out(in, op->res);
-    DType dt = (DType)rt.dt;
-    for (int64_t k = 0; k < x->n; k++) {
-        Elem v = x->e[k];
-        if (is_float(rt)) {
-            double xv = is_float(xt) ? v.f : fp_from_int(dt, v.i, dt_is_unsigned((DType)xt.dt));
-            r[k].f = fp_round(dt, fmath(opc, xv));
-            continue;
-        }
-        switch (opc) {
-        case IR_NEG: r[k].i = int_wrap(dt, (int64_t)(0 - (uint64_t)v.i)); break;
-        case IR_NOT: r[k].i = int_wrap(dt, ~v.i); break;
-        case IR_ABS: r[k].i = dt_is_signed(dt) && v.i < 0 ? int_wrap(dt, (int64_t)(0 - (uint64_t)v.i)) : v.i; break;
-        case IR_FLOOR:
-        case IR_CEIL: r[k] = v; break;
-        default: tl_fatal("interp", "%s on an integer type", opname(op));
-        }
-    }
     return true;
 }
 
@@ -611,50 +432,9 @@ static bool exec_ERF(Interp *in, const IrOp *op) { return unary(in, op); }
 static bool exec_FLOOR(Interp *in, const IrOp *op) { return unary(in, op); }
 static bool exec_CEIL(Interp *in, const IrOp *op) { return unary(in, op); }
 
-/* x of type `from` converted to `to` as `x as T` does (SEMANTICS.md, Casts). */
-static Elem convert(DType from, DType to, Elem x)
-{
-    Elem r;
-    if (dt_is_float(from) && dt_is_float(to)) r.f = fp_round(to, x.f);
-    else if (dt_is_float(from)) r.i = fp_to_int(to, x.f);
-    else if (dt_is_float(to)) r.f = fp_from_int(to, x.i, dt_is_unsigned(from));
-    else if (to == DT_I1) r.i = x.i != 0;
-    else r.i = int_wrap(to, x.i);
-    return r;
-}
-
-static bool exec_CAST(Interp *in, const IrOp *op)
-{
-    IrType xt = vty(in, ir_opnd(in->f, op, 0)), rt = vty(in, op->res);
-    TL_ASSERT(!xt.isptr && !rt.isptr, "interp");
-    RVal *x = arg(in, op, 0);
-    Elem *r = out(in, op->res);
-    for (int64_t k = 0; k < x->n; k++) r[k] = convert((DType)xt.dt, (DType)rt.dt, x->e[k]);
-    return true;
-}
-
-static bool exec_BITCAST(Interp *in, const IrOp *op)
-{
-    IrType xt = vty(in, ir_opnd(in->f, op, 0)), rt = vty(in, op->res);
-    TL_ASSERT(dt_bits[xt.dt] == dt_bits[rt.dt] && !xt.isptr && !rt.isptr, "interp");
-    RVal *x = arg(in, op, 0);
-    Elem *r = out(in, op->res);
-    for (int64_t k = 0; k < x->n; k++) r[k] = from_bits((DType)rt.dt, to_bits((DType)xt.dt, x->e[k]));
-    return true;
-}
-
-static bool exec_FMA(Interp *in, const IrOp *op)
-{
-    IrType rt = vty(in, op->res);
-    RVal *a = arg(in, op, 0), *b = arg(in, op, 1), *c = arg(in, op, 2);
-    Elem *r = out(in, op->res);
-    DType dt = (DType)rt.dt;
-    for (int64_t k = 0; k < a->n; k++) {
-        if (is_float(rt)) r[k].f = fma_round(dt, a->e[k].f, b->e[k].f, c->e[k].f);
-        else r[k].i = int_wrap(dt, (int64_t)((uint64_t)a->e[k].i * (uint64_t)b->e[k].i + (uint64_t)c->e[k].i));
-    }
-    return true;
-}
+static bool exec_CAST(Interp *in, const IrOp *op) { return elementwise(in, op); }
+static bool exec_BITCAST(Interp *in, const IrOp *op) { return elementwise(in, op); }
+static bool exec_FMA(Interp *in, const IrOp *op) { return elementwise(in, op); }
 
 static bool exec_SELECT(Interp *in, const IrOp *op)
 {
@@ -862,13 +642,13 @@ static bool atomic(Interp *in, const IrOp *op)
         if (!a) return false;
         Elem old = mem_read(dt, a), nw = old;
         if (cas) {
-            if (to_bits(dt, old) == to_bits(dt, v->e[k])) nw = desired->e[k];
+            if (ir_scalar_same(dt, old, v->e[k])) nw = desired->e[k];
         } else if (dt_is_float(dt)) {
             nw.f = opc == IR_ATOMIC_ADD ? fp_round(dt, old.f + v->e[k].f)
                                         : fmaxmin(old.f, v->e[k].f, opc == IR_ATOMIC_MAX);
         } else {
             IrOpcode bop = opc == IR_ATOMIC_ADD ? IR_ADD : opc == IR_ATOMIC_MAX ? IR_MAX : IR_MIN;
-            ibinary(bop, dt, old.i, v->e[k].i, &nw.i);
+            ir_scalar_binary(bop, dt, old, v->e[k], &nw);
         }
         mem_write(dt, a, nw);
         r[k] = old;
@@ -1252,7 +1032,12 @@ static bool exec_ASYNC_LOAD(Interp *in, const IrOp *op)
     int64_t s;
     if (!stage_arg(in, op, 1, 2, &s)) return false;
     IrType tile = ir_ty_smem_tile(vty(in, ir_opnd(in->f, op, 1)));
-    if (!block_read(in, op, 3, tile, NULL, buf->e + s * ir_ty_numel(tile))) return false;
+    /* a tile of lower rank than the view is the block [1, ..., 1, dims...] (ops.def) */
+    IrType block = tile;
+    int vr = vty(in, ir_opnd(in->f, op, 0)).rank, lead = vr - tile.rank;
+    block.rank = (uint8_t)vr;
+    for (int d = vr - 1; d >= 0; d--) block.dims[d] = d >= lead ? tile.dims[d - lead] : 1;
+    if (!block_read(in, op, 3, block, NULL, buf->e + s * ir_ty_numel(tile))) return false;
     buf->stage[s].loads++;
     return true;
 }
@@ -1363,8 +1148,7 @@ static bool bind_args(Interp *in, IrBlk blk, const InterpArg *args)
         uint64_t base = ptr_make(a->buf, (int64_t)((uint64_t)a->offset * (uint64_t)dt_bytes((DType)t.dt)));
         switch (want) {
         case IARG_SCALAR:
-            if (is_float(t)) out(in, v)[0].f = fp_round((DType)t.dt, a->f);
-            else out(in, v)[0].i = t.dt == DT_I1 ? a->i != 0 : int_wrap((DType)t.dt, a->i);
+            out(in, v)[0] = ir_scalar_canon((DType)t.dt, is_float(t) ? (Elem){.f = a->f} : (Elem){.i = a->i});
             break;
         case IARG_PTR: out(in, v)[0].i = (int64_t)base; break;
         case IARG_VIEW:
@@ -1435,6 +1219,30 @@ bool interp_grid(IrFunc *f, const InterpArg *args, uint32_t grid[3], Diag *d)
                 break;
             }
             grid[k] = (uint32_t)g;
+        }
+    }
+    interp_fini(&in);
+    return ok;
+}
+
+bool interp_requires(IrFunc *f, const InterpArg *args, Diag *d)
+{
+    if (!f->requires) return true;
+    Interp in;
+    interp_init(&in, f, NULL, 0, NULL, d);
+    in.in_grid = in.in_requires = true;
+    bool ok = bind_args(&in, f->requires, args) && run_block(&in, f->requires);
+    if (ok) {
+        const IrOp *y = in.term;
+        TL_ASSERT(y && y->opc == IR_YIELD && y->nopnd == f->nreq, "interp");
+        for (uint32_t k = 0; ok && k < y->nopnd; k++) {
+            IrVal v = ir_opnd(f, y, k);
+            if (in.vals[v].e[0].i != 0) continue;
+            const IrValue *val = &f->vals[v];
+            SrcLoc loc = val->is_arg ? y->loc : f->ops[val->def].loc;
+            diag_error(d, loc, "kernel '%s': requires(...) does not hold: %s", f->source_name,
+                       f->mod->strs[f->req_msg[k]]);
+            ok = false;
         }
     }
     interp_fini(&in);

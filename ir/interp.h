@@ -51,6 +51,11 @@ typedef struct InterpOptions {
  * the kernel has no grid clause or an entry is not in 1..2^31-1. */
 bool interp_grid(IrFunc *f, const InterpArg *args, uint32_t grid[3], Diag *d);
 
+/* Evaluates f->requires on the arguments.  Returns false (with an error in d
+ * naming the message of the first clause that does not hold) when one fails;
+ * true when all hold or there are none. */
+bool interp_requires(IrFunc *f, const InterpArg *args, Diag *d);
+
 /* Runs every program of the grid.  Returns false after reporting the first error. */
 bool interp_run(IrFunc *f, InterpBuf *bufs, uint32_t nbufs, const InterpArg *args,
                 const uint32_t grid[3], const InterpOptions *opt, Diag *d);

@@ -163,6 +163,7 @@ static void func_free(IrFunc *f)
     free(f->opnds);
     free(f->params);
     free(f->specs);
+    free(f->req_msg);
     free(f->val_layout);
     free(f->layouts);
     free(f);
@@ -226,6 +227,7 @@ IrVal ir_func_add_param(IrFunc *f, const char *name, IrType ty)
     IrParam p = {arena_strdup(&f->mod->arena, name), ty};
     VEC_PUSH(f->params, f->nparams, f->paramcap, p);
     if (f->grid) ir_block_add_arg(f, f->grid, ty);
+    if (f->requires) ir_block_add_arg(f, f->requires, ty);
     return ir_block_add_arg(f, f->body, ty);
 }
 
@@ -253,6 +255,20 @@ IrBlk ir_func_make_grid(IrFunc *f)
     f->grid = ir_block_new(f);
     for (uint32_t i = 0; i < f->nparams; i++) ir_block_add_arg(f, f->grid, f->params[i].ty);
     return f->grid;
+}
+
+IrBlk ir_func_make_requires(IrFunc *f)
+{
+    if (f->requires) return f->requires;
+    f->requires = ir_block_new(f);
+    for (uint32_t i = 0; i < f->nparams; i++) ir_block_add_arg(f, f->requires, f->params[i].ty);
+    return f->requires;
+}
+
+void ir_func_add_require(IrFunc *f, const char *message)
+{
+    uint32_t id = ir_module_str(f->mod, message, strlen(message));
+    VEC_PUSH(f->req_msg, f->nreq, f->reqcap, id);
 }
 
 IrBlk ir_block_new(IrFunc *f)

@@ -9,7 +9,10 @@
  * terminator; there are no branches.  The kernel body is f->body, whose block
  * arguments are the kernel parameters, and which ends in RETURN.  The optional
  * launch-grid computation is f->grid: a block whose arguments mirror the
- * parameters and which ends in YIELD of 1-3 integer scalars.
+ * parameters and which ends in YIELD of 1-3 integer scalars.  The optional
+ * launch contracts (requires clauses) are f->requires: a block like the grid's
+ * that ends in YIELD of one i1 scalar per clause, clause i's message being
+ * f->mod->strs[f->req_msg[i]].
  *
  * Ops removed by a pass are unlinked from their block (block.ops) and marked
  * dead; their ids stay valid until the function is compacted (ir_func_compact).
@@ -160,6 +163,9 @@ typedef struct IrFunc {
     uint32_t nspecs, speccap;
     int warps;              /* 0: compiler's choice */
     IrBlk body, grid;       /* grid may be IR_NONE */
+    IrBlk requires;         /* IR_NONE, or a block yielding nreq i1 scalars (host code, like grid) */
+    uint32_t *req_msg;      /* nreq module string ids: the message of each requires clause */
+    uint32_t nreq, reqcap;
 
     IrOp *ops;      uint32_t nops, opcap;
     IrValue *vals;  uint32_t nvals, valcap;    /* vals[0] unused */
@@ -200,6 +206,11 @@ void ir_func_reset_layouts(IrFunc *f);
 void ir_func_drop_layouts(IrFunc *f);
 /* Creates f->grid with arguments mirroring the parameters; returns it. */
 IrBlk ir_func_make_grid(IrFunc *f);
+/* Creates f->requires the same way (its messages are added with ir_func_add_require). */
+IrBlk ir_func_make_requires(IrFunc *f);
+/* Appends the message of the next requires clause (its condition is the next operand
+ * of f->requires' YIELD). */
+void ir_func_add_require(IrFunc *f, const char *message);
 
 IrBlk ir_block_new(IrFunc *f);
 IrVal ir_block_add_arg(IrFunc *f, IrBlk b, IrType ty);

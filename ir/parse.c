@@ -19,6 +19,7 @@
  */
 #include "ir.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -26,6 +27,7 @@
 #include <string.h>
 
 #include "layout.h"
+#include "scalar.h"
 #include "text.h"
 
 #define MAX_NESTING 256
@@ -263,7 +265,11 @@ static void lex(Parser *p, Tok *t)
     }
     if (is_digit(c) || (c == '-' && p->end - p->cur > 1 && (is_digit(p->cur[1]) || p->cur[1] == 'i'))) {
         if (c == '-') advance(p);
-        if (is_digit(*p->cur)) {
+        if (c == '0' && p->end - p->cur > 2 && (p->cur[1] == 'x' || p->cur[1] == 'X') && isxdigit((unsigned char)p->cur[2])) {
+            advance(p); /* 0x and hex digits: a float constant's bits */
+            advance(p);
+            while (p->cur < p->end && isxdigit((unsigned char)*p->cur)) advance(p);
+        } else if (is_digit(*p->cur)) {
             while (p->cur < p->end && is_digit(*p->cur)) advance(p);
             if (at(p, 0, '.')) {
                 advance(p);
@@ -1134,7 +1140,13 @@ static void parse_op(Parser *p, IrBlk blk)
             char *s = arena_strndup(&p->scratch, num.s, num.n);
             char *e;
             errno = 0;
-            if (dt_is_float(dt)) {
+            if (dt_is_float(dt) && (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))) {
+                unsigned long long bits = strtoull(s + 2, &e, 16);
+                int w = dt_bits[dt];
+                if (*e || errno == ERANGE || (w < 64 && bits >> w))
+                    ERR(p, num.loc, "float constant '%s' has more than the %d bits of %s", s, w, dt_name[dt]);
+                oa.a.f = ir_scalar_from_bits(dt, bits).f;
+            } else if (dt_is_float(dt)) {
                 oa.a.f = strtod(s, &e);
                 if (*e) ERR(p, num.loc, "malformed float constant '%s'", s);
             } else {
@@ -1237,6 +1249,21 @@ static void parse_kernel(Parser *p)
         for (uint32_t i = 0; i < np; i++) define(p, &p->items[pbase + i].name, f->blocks[g].args[i]);
         expect(p, '{');
         parse_ops(p, g);
+        expect(p, '}');
+    }
+    if (is_word_tok(&p->tok, "requires")) {
+        next(p);
+        IrBlk q = ir_func_make_requires(f);
+        expect(p, '(');
+        if (!is_punct(&p->tok, ')')) {
+            do ir_func_add_require(f, expect_string(p, "a requires message"));
+            while (accept(p, ','));
+        }
+        expect(p, ')');
+        names_reset(p);
+        for (uint32_t i = 0; i < np; i++) define(p, &p->items[pbase + i].name, f->blocks[q].args[i]);
+        expect(p, '{');
+        parse_ops(p, q);
         expect(p, '}');
     }
     finish_layouts(p);

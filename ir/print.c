@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "layout.h"
+#include "scalar.h"
 #include "text.h"
 
 #define UNNAMED UINT32_MAX
@@ -70,8 +71,8 @@ static void name_params(Printer *p)
         }
         p->owned[i] = cand;
     }
-    const IrBlk holders[2] = {f->body, f->grid};
-    for (int h = 0; h < 2; h++) {
+    const IrBlk holders[3] = {f->body, f->grid, f->requires};
+    for (int h = 0; h < 3; h++) {
         if (!holders[h]) continue;
         const IrBlock *blk = &f->blocks[holders[h]];
         for (uint32_t i = 0; i < blk->nargs && i < f->nparams; i++) p->pname[blk->args[i]] = p->owned[i];
@@ -187,12 +188,17 @@ static void put_str(StrBuf *b, const char *s)
     sb_putc(b, '"');
 }
 
-/* The shortest %.Ng (N <= 17) that reads back as exactly x; inf, -inf, nan
- * spelled out; -0 keeps its sign. */
-static void put_double(StrBuf *b, double x)
+/* A float constant of dtype dt: the shortest %.Ng (N <= 17) that reads back
+ * as exactly x; inf, -inf spelled out; -0 keeps its sign.  A NaN is `nan` when
+ * it is the NaN that `nan` reads as (positive, quiet, no payload), and
+ * otherwise its bits in dt as 0x and 2 * dt_bytes(dt) hex digits, so that its
+ * sign and payload survive the text. */
+static void put_float(StrBuf *b, DType dt, double x)
 {
     if (isnan(x)) {
-        sb_puts(b, "nan");
+        uint64_t bits = ir_scalar_bits(dt, (IrScalar){.f = x});
+        if (bits == ir_scalar_bits(dt, ir_scalar_canon(dt, (IrScalar){.f = NAN}))) sb_puts(b, "nan");
+        else sb_printf(b, "0x%0*llx", 2 * dt_bytes(dt), (unsigned long long)bits);
         return;
     }
     if (isinf(x)) {
@@ -322,7 +328,7 @@ static void print_op(Printer *p, uint32_t id, int depth)
     } else {
         if (opc == IR_CONST) {
             sb_putc(p->b, ' ');
-            if (op->nres && dt_is_float((DType)val_ty(f, op->res).dt)) put_double(p->b, op->attr.f);
+            if (op->nres && dt_is_float((DType)val_ty(f, op->res).dt)) put_float(p->b, (DType)val_ty(f, op->res).dt, op->attr.f);
             else sb_printf(p->b, "%" PRId64, op->attr.i);
         } else if (opc == IR_CMP) {
             if (op->attr.i >= 0 && op->attr.i < CMP_COUNT) sb_printf(p->b, " %s", ir_cmp_name[op->attr.i]);
@@ -383,6 +389,7 @@ void ir_print_func(StrBuf *b, const IrFunc *f)
     name_params(&p);
     number_block(&p, f->body);
     if (f->grid) number_block(&p, f->grid);
+    if (f->requires) number_block(&p, f->requires);
     number_layouts(&p);
 
     sb_puts(b, "kernel @");
@@ -415,6 +422,15 @@ void ir_print_func(StrBuf *b, const IrFunc *f)
     if (f->grid) {
         sb_puts(b, "} grid {\n");
         print_block(&p, f->grid, 1);
+    }
+    if (f->requires) {
+        sb_puts(b, "} requires(");
+        for (uint32_t i = 0; i < f->nreq; i++) {
+            if (i) sb_puts(b, ", ");
+            put_str(b, f->req_msg[i] < f->mod->nstrs ? f->mod->strs[f->req_msg[i]] : "");
+        }
+        sb_puts(b, ") {\n");
+        print_block(&p, f->requires, 1);
     }
     sb_puts(b, "}\n");
 

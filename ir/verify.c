@@ -411,8 +411,11 @@ static bool check_op(Verifier *V, uint32_t id)
     case IR_ASYNC_LOAD: {
         CHECK(x.kind == TY_VIEW, id, "first operand is %s, not a tensor", tystr(V, x));
         IrType buf = opty(V, op, 1);
-        CHECK(buf.kind == TY_SMEM && buf.dt == x.dt && buf.rank == x.rank + 1, id,
-              "buffer is %s, expected smem<%s> of %u-d tiles", tystr(V, buf), dt_name[x.dt], x.rank);
+        /* tiles of the view's rank, or (rank > 2) of 2 dims up to it: a box over the last dims */
+        CHECK(buf.kind == TY_SMEM && buf.dt == x.dt && buf.rank <= x.rank + 1 &&
+                  buf.rank >= (x.rank < 2 ? x.rank : 2) + 1,
+              id, "buffer is %s, expected smem<%s> of %u-d tiles%s", tystr(V, buf), dt_name[x.dt], x.rank,
+              x.rank > 2 ? " (or of 2 to that many dims: a box over the view's last dims)" : "");
         CHECK(op->nopnd == 3u + x.rank, id, "%u operands: expected the tensor, the buffer, the stage and %u offsets",
               op->nopnd, x.rank);
         for (uint32_t i = 2; i < op->nopnd; i++)
@@ -702,6 +705,26 @@ bool ir_verify(IrFunc *f, Diag *d, const char *after)
                     if (!is_int_scalar(opty(&V, y, i))) ok = bad(&V, t, "grid size %u is %s, not an integer scalar", i,
                                                                  tystr(&V, opty(&V, y, i)));
             }
+        }
+        if (ok && f->requires) {
+            ok = f->requires < f->nblocks && f->blocks[f->requires].parent_op == UINT32_MAX;
+            if (!ok) bad(&V, NOOP, "the requires block is not a top-level block");
+            V.in_grid = true;
+            if (ok) ok = check_args(&V, NOOP, f->requires, ptys, f->nparams, "the requires block") &&
+                         walk(&V, f->requires, NOOP, IR_YIELD, &t);
+            V.in_grid = false;
+            if (ok) {
+                const IrOp *y = &f->ops[t];
+                ok = y->nopnd == f->nreq && f->nreq >= 1;
+                if (!ok) bad(&V, t, "the requires block yields %u values for %u messages", y->nopnd, f->nreq);
+                for (uint32_t i = 0; ok && i < y->nopnd; i++) {
+                    IrType ty = opty(&V, y, i);
+                    if (!is_int_scalar(ty) || ty.dt != DT_I1)
+                        ok = bad(&V, t, "requires condition %u is %s, not an i1 scalar", i, tystr(&V, ty));
+                }
+            }
+        } else if (ok && f->nreq) {
+            ok = bad(&V, NOOP, "%u requires messages without a requires block", f->nreq);
         }
         free(ptys);
     }

@@ -1,7 +1,7 @@
 /* cse.c: common subexpression elimination of pure ops.
  *
  * Algorithm:
- *   1. Walk the body and the grid block in order, each with an empty table;
+ *   1. Walk the body, the grid and the requires blocks in order, each with an empty table;
  *      the table is a hash table with chained entries kept on one stack, so
  *      that leaving a region pops exactly what the region added.
  *   2. Only ops flagged IR_PURE and without regions take part (never the
@@ -183,6 +183,8 @@ void pass_cse(IrFunc *f, PassCtx *cx)
     walk(&t, f->body);
     pop(&t, 0);
     if (f->grid) walk(&t, f->grid);
+    pop(&t, 0);
+    if (f->requires) walk(&t, f->requires);
     if (t.changed) cx->changed = true;
     free(t.heads);
     free(t.ents);

@@ -9,7 +9,7 @@
  *      dot_wait, which order shared memory and barriers whether or not their
  *      results are used), every WHILE (whether it ends is not ours to decide),
  *      every FOR whose step is not a nonzero constant (a zero step is a
- *      run-time error), and the operands of the grid's YIELD.
+ *      run-time error), and the operands of the grid's and the requires block's YIELD.
  *   2. Propagate with a worklist of values and ops:
  *      - a live op makes the op owning its block live;
  *      - a live pure or memory op makes its operands live; a live FOR its
@@ -310,9 +310,11 @@ void pass_dce(IrFunc *f, PassCtx *cx)
     L.op = tl_xcalloc(f->nops, 1);
     roots(&L, f->body, false);
     if (f->grid) roots(&L, f->grid, true);
+    if (f->requires) roots(&L, f->requires, true);
     propagate(&L);
     sweep(&L, f->body);
     if (f->grid) sweep(&L, f->grid);
+    if (f->requires) sweep(&L, f->requires);
     if (L.changed) cx->changed = true;
     free(L.val);
     free(L.op);

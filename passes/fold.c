@@ -1,23 +1,25 @@
 /* fold.c: constant folding and exact algebraic simplification.
  *
  * Algorithm:
- *   1. Walk the body and the grid block in order; the regions of an op are
+ *   1. Walk the body, the grid and the requires blocks in order; the regions of an op are
  *      walked before the op itself, so its operands are already folded.
  *   2. A value is constant when it is a scalar CONST or a SPLAT of one (never
  *      a pointer).  An elementwise op whose operands are all constant is
- *      evaluated with the interpreter's rules (lang/SEMANTICS.md): integers
- *      wrap (int_wrap), floats are computed in double and rounded to their
- *      type after each op (fp_round), casts saturate as the language says.
+ *      evaluated by ir_scalar_eval (ir/scalar.c), the function the
+ *      interpreter evaluates it with, so folding gives the interpreter's bits.
  *      The result replaces the op: a CONST, followed by a SPLAT for a tile.
- *      (max/min order -0 below +0 and give NaN for a NaN; fma rounds once.)
  *      What would be an error at run time (integer division or remainder by
- *      zero) is left alone, and so is a bitcast from or to a NaN, whose
- *      payload a constant does not keep.
- *   3. Otherwise exact identities are applied: x+0, x-0, x*1, x/1 (x+(-0.0) and
- *      x-(+0.0) for floats), x*0 and x-x and x^x for integers, and/or/xor with
- *      zero or all-ones, shifts by 0, x&x, x|x, max(x,x), min(x,x), select on a
- *      constant condition or of two equal values, integer x cmp x, addptr(p, 0),
- *      neg(neg x), not(not x), a cast or bitcast to the same type, a
+ *      zero) is left alone, and so is a bitcast from or to a NaN (see eval).
+ *   3. Otherwise identities that give the op's bits for every operand value
+ *      (NaNs of every sign and payload, -0 and inf included) are applied:
+ *      x+(-0.0), x-(+0.0), x*1, x/1 below f64 (a quiet NaN x comes back as
+ *      itself, -0 stays -0; x+(+0.0) is not one: -0 + +0 is +0; an f64 x may
+ *      be a signaling NaN, which the op quiets), x+0, x-0, x*0, x-x and x^x
+ *      for integers, and/or/xor with zero or all-ones, shifts by 0, x&x, x|x,
+ *      integer max(x,x) and min(x,x) (for floats a NaN x gives the canonical
+ *      NaN, not x), select on a constant condition or of two equal values,
+ *      integer x cmp x, addptr(p, 0), neg(neg x) (a sign flip, NaNs too),
+ *      not(not x), a cast or bitcast to the same type, a
  *      broadcast/reshape/trans to the same shape, and broadcast/reshape/
  *      expand_dims/trans of a splat, which becomes a splat of its scalar.
  *   4. An IF whose condition is constant is replaced by the taken region: its
@@ -33,13 +35,13 @@
 #include <string.h>
 
 #include "../ir/fpconv.h"
+#include "../ir/scalar.h"
 #include "pass.h"
 
-/* A constant element: i for integer dtypes (wrapped to dt), f for floats. */
+/* A constant element of dtype dt. */
 typedef struct Cst {
     DType dt;
-    int64_t i;
-    double f;
+    IrScalar v;
 } Cst;
 
 typedef struct Folder {
@@ -68,30 +70,27 @@ static bool cst(IrFunc *f, IrVal v, Cst *c)
     }
     if (op->opc != IR_CONST) return false;
     c->dt = (DType)t.dt;
-    c->i = 0;
-    c->f = 0;
-    if (dt_is_float(c->dt)) c->f = fp_round(c->dt, op->attr.f);
-    else c->i = int_wrap(c->dt, op->attr.i);
+    c->v = ir_scalar_of_attr(c->dt, &op->attr);
     return true;
 }
 
-static bool is_int(const Cst *c, int64_t v) { return !dt_is_float(c->dt) && c->i == int_wrap(c->dt, v); }
+static bool is_int(const Cst *c, int64_t v) { return !dt_is_float(c->dt) && c->v.i == int_wrap(c->dt, v); }
 static bool is_ones(const Cst *c) { return is_int(c, -1); }
 /* The float zero of one sign (neg: -0.0), or integer zero. */
 static bool is_zero(const Cst *c, bool neg)
 {
-    if (!dt_is_float(c->dt)) return c->i == 0;
-    return c->f == 0 && (signbit(c->f) != 0) == neg;
+    if (!dt_is_float(c->dt)) return c->v.i == 0;
+    return c->v.f == 0 && (signbit(c->v.f) != 0) == neg;
 }
-static bool is_one(const Cst *c) { return dt_is_float(c->dt) ? c->f == 1.0 : c->i == 1; }
+static bool is_one(const Cst *c) { return dt_is_float(c->dt) ? c->v.f == 1.0 : c->v.i == 1; }
 
 /* Builds a constant of type t (a CONST, then a SPLAT for a tile) in front of the current op. */
 static IrVal mk(Folder *fd, IrType t, const Cst *c)
 {
     IrAttr a;
     memset(&a, 0, sizeof a);
-    if (dt_is_float((DType)t.dt)) a.f = c->f;
-    else a.i = c->i;
+    if (dt_is_float((DType)t.dt)) a.f = c->v.f;
+    else a.i = c->v.i;
     IrVal s = ir_build1(&fd->b, IR_CONST, NULL, 0, ir_ty_scalar((DType)t.dt), &a);
     if (t.rank == 0) return s;
     return ir_build1(&fd->b, IR_SPLAT, &s, 1, t, NULL);
@@ -99,7 +98,7 @@ static IrVal mk(Folder *fd, IrType t, const Cst *c)
 
 static IrVal mk_int(Folder *fd, IrType t, int64_t v)
 {
-    Cst c = {(DType)t.dt, int_wrap((DType)t.dt, v), 0};
+    Cst c = {(DType)t.dt, {.i = int_wrap((DType)t.dt, v)}};
     return mk(fd, t, &c);
 }
 
@@ -117,226 +116,20 @@ static void replace(Folder *fd, uint32_t id, IrVal v)
 
 /* ---- evaluation ------------------------------------------------------------- */
 
-static bool ilt(bool sgn, int64_t a, int64_t b) { return sgn ? a < b : (uint64_t)a < (uint64_t)b; }
-
-static int64_t asr(int64_t a, int c) { return a >= 0 ? a >> c : ~(~a >> c); }
-
-static bool cmp_int(IrCmp p, bool sgn, int64_t a, int64_t b)
-{
-    switch (p) {
-    case CMP_EQ: return a == b;
-    case CMP_NE: return a != b;
-    case CMP_LT: return ilt(sgn, a, b);
-    case CMP_LE: return !ilt(sgn, b, a);
-    case CMP_GT: return ilt(sgn, b, a);
-    case CMP_GE: return !ilt(sgn, a, b);
-    default: return false;
-    }
-}
-
-static bool cmp_flt(IrCmp p, double a, double b)
-{
-    switch (p) {
-    case CMP_EQ: return a == b;
-    case CMP_NE: return a != b;
-    case CMP_LT: return a < b;
-    case CMP_LE: return a <= b;
-    case CMP_GT: return a > b;
-    case CMP_GE: return a >= b;
-    default: return false;
-    }
-}
-
-/* Integer binary op on values of dtype dt; false when it must not be folded. */
-static bool ibin(IrOpcode opc, DType dt, int64_t a, int64_t b, int64_t *r)
-{
-    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-    bool sgn = dt_is_signed(dt);
-    int w = dt_bits[dt];
-    bool inrange = sgn ? (b >= 0 && b < w) : ub < (uint64_t)w;
-    switch (opc) {
-    case IR_ADD: *r = (int64_t)(ua + ub); break;
-    case IR_SUB: *r = (int64_t)(ua - ub); break;
-    case IR_MUL: *r = (int64_t)(ua * ub); break;
-    case IR_DIV:
-        if (b == 0) return false;
-        if (sgn) *r = b == -1 ? (int64_t)(0 - ua) : a / b;
-        else *r = (int64_t)(ua / ub);
-        break;
-    case IR_REM:
-        if (b == 0) return false;
-        if (sgn) *r = b == -1 ? 0 : a % b;
-        else *r = (int64_t)(ua % ub);
-        break;
-    case IR_AND: *r = a & b; break;
-    case IR_OR: *r = a | b; break;
-    case IR_XOR: *r = a ^ b; break;
-    case IR_SHL: *r = inrange ? (int64_t)(ua << b) : 0; break;
-    case IR_SHR:
-        if (!inrange) *r = sgn && a < 0 ? -1 : 0;
-        else *r = sgn ? asr(a, (int)b) : (int64_t)(ua >> b);
-        break;
-    case IR_MAX: *r = ilt(sgn, a, b) ? b : a; break;
-    case IR_MIN: *r = ilt(sgn, a, b) ? a : b; break;
-    default: return false;
-    }
-    *r = int_wrap(dt, *r);
-    return true;
-}
-
-/* Float binary op, rounded to dt. */
-static bool fbin(IrOpcode opc, DType dt, double a, double b, double *r)
-{
-    switch (opc) {
-    case IR_ADD: *r = a + b; break;
-    case IR_SUB: *r = a - b; break;
-    case IR_MUL: *r = a * b; break;
-    case IR_DIV: *r = a / b; break;
-    case IR_REM: *r = fmod(a, b); break;
-    case IR_MAX:
-    case IR_MIN:
-        if (isnan(a) || isnan(b)) {
-            *r = NAN;
-            break;
-        }
-        if (a == 0 && b == 0 && signbit(a) != signbit(b)) *r = (opc == IR_MAX) == !signbit(a) ? a : b;
-        else *r = (opc == IR_MAX) == (a >= b) ? a : b;
-        break;
-    default: return false;
-    }
-    *r = fp_round(dt, *r);
-    return true;
-}
-
-/* a*b + c rounded once to dt.  Below f64 the operands have at most 24
- * significant bits, so a*b is exact in double; the sum is then rounded to odd
- * in double (TwoSum gives its exact error: when inexact, force the last bit to
- * 1 toward the error), and rounding that to <= 24 bits is correctly rounded. */
-static double fma_to(DType dt, double a, double b, double c)
-{
-    if (dt == DT_F64) return fma(a, b, c);
-    double p = a * b, s = p + c;
-    if (isfinite(s)) {
-        double cv = s - p, pv = s - cv;
-        double err = (p - pv) + (c - cv);
-        uint64_t bits;
-        memcpy(&bits, &s, sizeof bits);
-        if (err != 0 && !(bits & 1)) s = nextafter(s, err > 0 ? INFINITY : -INFINITY);
-    }
-    return fp_round(dt, s);
-}
-
-static bool iun(IrOpcode opc, DType dt, int64_t a, int64_t *r)
-{
-    switch (opc) {
-    case IR_NEG: *r = (int64_t)(0 - (uint64_t)a); break;
-    case IR_NOT: *r = dt == DT_I1 ? !a : ~a; break;
-    case IR_ABS: *r = dt_is_signed(dt) && a < 0 ? (int64_t)(0 - (uint64_t)a) : a; break;
-    case IR_FLOOR:
-    case IR_CEIL: *r = a; break;
-    default: return false;
-    }
-    *r = int_wrap(dt, *r);
-    return true;
-}
-
-static bool fun(IrOpcode opc, DType dt, double a, double *r)
-{
-    switch (opc) {
-    case IR_NEG: *r = -a; break;
-    case IR_ABS: *r = fabs(a); break;
-    case IR_FLOOR: *r = floor(a); break;
-    case IR_CEIL: *r = ceil(a); break;
-    case IR_SQRT: *r = sqrt(a); break;
-    case IR_RSQRT: *r = 1.0 / sqrt(a); break;
-    case IR_EXP: *r = exp(a); break;
-    case IR_EXP2: *r = exp2(a); break;
-    case IR_LOG: *r = log(a); break;
-    case IR_LOG2: *r = log2(a); break;
-    case IR_SIGMOID: *r = 1.0 / (1.0 + exp(-a)); break;
-    case IR_TANH: *r = tanh(a); break;
-    case IR_ERF: *r = erf(a); break;
-    default: return false;
-    }
-    *r = fp_round(dt, *r);
-    return true;
-}
-
-/* x as `to`, with the language's cast rules (fpconv.h implements them for floats). */
-static bool cast(const Cst *x, DType to, Cst *r)
-{
-    DType from = x->dt;
-    r->dt = to;
-    if (!dt_is_float(from) && !dt_is_float(to)) r->i = to == DT_I1 ? x->i != 0 : int_wrap(to, x->i);
-    else if (!dt_is_float(from)) r->f = fp_from_int(to, x->i, dt_is_unsigned(from));
-    else if (dt_is_float(to)) r->f = fp_round(to, x->f);
-    else r->i = fp_to_int(to, x->f);
-    return true;
-}
-
-/* Reinterprets the bits of x as `to` (same width).  NaNs are not folded:
- * a constant does not keep a NaN's payload. */
-static bool bitcast(const Cst *x, DType to, Cst *r)
-{
-    DType from = x->dt;
-    int w = dt_bits[from];
-    unsigned char buf[8] = {0};
-    if (w != dt_bits[to] || w < 8) return false;
-    if (dt_is_float(from)) {
-        if (isnan(x->f)) return false;
-        fp_store(from, buf, x->f);
-    } else {
-        for (int k = 0; k < w / 8; k++) buf[k] = (unsigned char)((uint64_t)x->i >> (8 * k));
-    }
-    r->dt = to;
-    if (dt_is_float(to)) {
-        r->f = fp_load(to, buf);
-        return !isnan(r->f);
-    }
-    uint64_t bits = 0;
-    for (int k = 0; k < w / 8; k++) bits |= (uint64_t)buf[k] << (8 * k);
-    r->i = int_wrap(to, (int64_t)bits);
-    return true;
-}
-
-/* Evaluates elementwise op `op` on constant operands x[] into r (of dtype rdt). */
+/* Evaluates elementwise op `op` on constant operands x[] into r (of dtype rdt)
+ * with ir_scalar_eval, the interpreter's own arithmetic; false when it must
+ * not be folded: an integer division or remainder by zero (a run-time error),
+ * or a bitcast from or to a NaN (codegen materializes float constants through
+ * LLVMConstReal, which need not keep a NaN's payload bit for bit). */
 static bool eval(const IrOp *op, const Cst *x, DType rdt, Cst *r)
 {
-    IrOpcode opc = (IrOpcode)op->opc;
-    DType dt = x[0].dt;
-    bool flt = dt_is_float(dt);
+    IrScalar v[3];
+    for (uint32_t k = 0; k < op->nopnd; k++) v[k] = x[k].v;
+    if (op->opc == IR_BITCAST && dt_is_float(x[0].dt) && isnan(x[0].v.f)) return false;
     r->dt = rdt;
-    r->i = 0;
-    r->f = 0;
-    switch (opc) {
-    case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_REM:
-    case IR_MAX: case IR_MIN:
-        return flt ? fbin(opc, dt, x[0].f, x[1].f, &r->f) : ibin(opc, dt, x[0].i, x[1].i, &r->i);
-    case IR_AND: case IR_OR: case IR_XOR: case IR_SHL: case IR_SHR:
-        return !flt && ibin(opc, dt, x[0].i, x[1].i, &r->i);
-    case IR_CMP:
-        if (op->attr.i < 0 || op->attr.i >= CMP_COUNT) return false;
-        r->i = flt ? cmp_flt((IrCmp)op->attr.i, x[0].f, x[1].f)
-                   : cmp_int((IrCmp)op->attr.i, dt_is_signed(dt), x[0].i, x[1].i);
-        return true;
-    case IR_NEG: case IR_NOT: case IR_ABS: case IR_FLOOR: case IR_CEIL:
-    case IR_SQRT: case IR_RSQRT: case IR_EXP: case IR_EXP2: case IR_LOG: case IR_LOG2:
-    case IR_SIGMOID: case IR_TANH: case IR_ERF:
-        /* math on an integer operand with a float result: on the operand converted */
-        if (dt_is_float(rdt))
-            return fun(opc, rdt, flt ? x[0].f : fp_from_int(rdt, x[0].i, dt_is_unsigned(dt)), &r->f);
-        return !flt && iun(opc, dt, x[0].i, &r->i);
-    case IR_FMA:
-        if (flt) {
-            r->f = fma_to(dt, x[0].f, x[1].f, x[2].f);
-            return true;
-        }
-        r->i = int_wrap(dt, (int64_t)((uint64_t)x[0].i * (uint64_t)x[1].i + (uint64_t)x[2].i));
-        return true;
-    case IR_CAST: return cast(&x[0], rdt, r);
-    case IR_BITCAST: return bitcast(&x[0], rdt, r);
-    default: return false;
-    }
+    if (ir_scalar_eval((IrOpcode)op->opc, op->attr.i, x[0].dt, rdt, v, &r->v) != IR_SCALAR_OK) return false;
+    if (op->opc == IR_BITCAST && dt_is_float(rdt) && isnan(r->v.f)) return false;
+    return true;
 }
 
 /* ---- rewrites ---------------------------------------------------------------- */
@@ -362,53 +155,61 @@ static bool fold_const(Folder *fd, uint32_t id)
 static IrVal ident2(IrFunc *f, const IrOp *op, bool *zero, bool *ones)
 {
     IrVal x = ir_opnd(f, op, 0), y = ir_opnd(f, op, 1);
-    Cst cx, cy;
+    Cst cx = {0}, cy = {0}; /* read only when cst() says so; zeroed for -Wmaybe-uninitialized at -O2 */
     bool kx = cst(f, x, &cx), ky = cst(f, y, &cy);
-    bool flt = dt_is_float((DType)ir_vty(f, x).dt);
+    DType dt = (DType)ir_vty(f, x).dt;
+    bool flt = dt_is_float(dt);
+    /* x + -0.0, x - 0.0, x * 1, x / 1 give x's own bits when x is a quiet NaN,
+     * but quiet a signaling one.  Only f64 values can be signaling in the
+     * interpreter (an f32 value has been through a float -> double conversion,
+     * which quiets; narrower NaNs are canonical), so f64 keeps the op. */
+    bool arith_id = !flt || dt != DT_F64;
     switch (op->opc) {
     case IR_ADD:
+        if (!arith_id) break;
         if (ky && is_zero(&cy, flt)) return x;
         if (kx && is_zero(&cx, flt)) return y;
         break;
     case IR_SUB:
-        if (ky && is_zero(&cy, false)) return x;
+        if (arith_id && ky && is_zero(&cy, false)) return x;
         if (!flt && x == y) *zero = true;
         break;
     case IR_MUL:
-        if (ky && is_one(&cy)) return x;
-        if (kx && is_one(&cx)) return y;
-        if (!flt && ((ky && cy.i == 0) || (kx && cx.i == 0))) *zero = true;
+        if (arith_id && ky && is_one(&cy)) return x;
+        if (arith_id && kx && is_one(&cx)) return y;
+        if (!flt && ((ky && cy.v.i == 0) || (kx && cx.v.i == 0))) *zero = true;
         break;
     case IR_DIV:
-        if (ky && is_one(&cy)) return x;
+        if (arith_id && ky && is_one(&cy)) return x;
         break;
     case IR_AND:
         if (flt) break;
         if (x == y) return x;
         if (ky && is_ones(&cy)) return x;
         if (kx && is_ones(&cx)) return y;
-        if ((ky && cy.i == 0) || (kx && cx.i == 0)) *zero = true;
+        if ((ky && cy.v.i == 0) || (kx && cx.v.i == 0)) *zero = true;
         break;
     case IR_OR:
         if (flt) break;
         if (x == y) return x;
-        if (ky && cy.i == 0) return x;
-        if (kx && cx.i == 0) return y;
+        if (ky && cy.v.i == 0) return x;
+        if (kx && cx.v.i == 0) return y;
         if ((ky && is_ones(&cy)) || (kx && is_ones(&cx))) *ones = true;
         break;
     case IR_XOR:
         if (flt) break;
-        if (ky && cy.i == 0) return x;
-        if (kx && cx.i == 0) return y;
+        if (ky && cy.v.i == 0) return x;
+        if (kx && cx.v.i == 0) return y;
         if (x == y) *zero = true;
         break;
     case IR_SHL:
     case IR_SHR:
-        if (!flt && ky && cy.i == 0) return x;
+        if (!flt && ky && cy.v.i == 0) return x;
         break;
     case IR_MAX:
     case IR_MIN:
-        if (x == y) return x;
+        /* not for floats: maximum(x, x) of a NaN x is the quiet NaN NAN, not x's NaN */
+        if (!flt && x == y) return x;
         break;
     case IR_ADDPTR:
         if (ky && is_int(&cy, 0)) return x;
@@ -479,7 +280,7 @@ static bool simplify(Folder *fd, uint32_t id)
     case IR_SELECT: {
         Cst c;
         IrVal a = ir_opnd(f, &op, 1), b = ir_opnd(f, &op, 2);
-        if (cst(f, ir_opnd(f, &op, 0), &c)) v = c.i ? a : b;
+        if (cst(f, ir_opnd(f, &op, 0), &c)) v = c.v.i ? a : b;
         else if (a == b) v = a;
         break;
     }
@@ -513,7 +314,7 @@ static bool fold_if(Folder *fd, uint32_t id)
     Cst c;
     if (!cst(f, ir_opnd(f, ir_op(f, id), 0), &c)) return false;
     IrOp op = *ir_op(f, id);
-    IrBlock *rb = ir_blk(f, op.region[c.i ? 0 : 1]);
+    IrBlock *rb = ir_blk(f, op.region[c.v.i ? 0 : 1]);
     IrBlock *pb = ir_blk(f, op.parent);
     TL_ASSERT(rb->nops > 0, "pass:fold");
     uint32_t y = rb->ops[rb->nops - 1];
@@ -545,10 +346,11 @@ static bool fold_for(Folder *fd, uint32_t id)
     Cst lo, hi, st;
     if (!cst(f, ir_opnd(f, &op, 0), &lo) || !cst(f, ir_opnd(f, &op, 1), &hi) || !cst(f, ir_opnd(f, &op, 2), &st))
         return false;
-    if (dt_is_float(lo.dt) || st.i == 0) return false;
+    if (dt_is_float(lo.dt) || st.v.i == 0) return false;
     bool sgn = dt_is_signed(st.dt);
-    bool up = !sgn || st.i > 0;
-    bool none = up ? !ilt(dt_is_signed(lo.dt), lo.i, hi.i) : !ilt(dt_is_signed(lo.dt), hi.i, lo.i);
+    bool up = !sgn || st.v.i > 0;
+    int c = ir_scalar_order(lo.dt, lo.v, hi.v, false);
+    bool none = up ? c >= 0 : c <= 0;
     if (!none || op.nopnd != 3 + op.nres) return false;
     for (uint32_t k = 0; k < op.nres; k++) ir_replace_all_uses(f, op.res + k, ir_opnd(f, &op, 3 + k));
     ir_op_erase(f, id);
@@ -602,6 +404,7 @@ void pass_fold(IrFunc *f, PassCtx *cx)
         fd.changed = false;
         walk(&fd, f->body);
         if (f->grid) walk(&fd, f->grid);
+        if (f->requires) walk(&fd, f->requires);
         if (fd.changed) cx->changed = true;
     } while (fd.changed);
 }

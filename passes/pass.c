@@ -5,14 +5,21 @@
  *      the stage in table order (PASS_CANON: the default pipeline;
  *      PASS_BACKEND: before code generation).  An unknown name is a bug in the
  *      caller (the driver checks names with pass_find first).
- *   2. For each function of the module, in module order, run each pass in
- *      turn, then ir_verify the function; a verifier failure is an internal
- *      compiler error naming the pass and the kernel (tl_fatal).
- *   3. After a pass named in the dump list (or any pass, for "all"), print the
+ *   2. Check the order on every function before running anything: from the
+ *      function's facts (pass_facts_of), each pass in turn must not meet a
+ *      fact it refuses; its drops go before it, its makes hold after it.  A
+ *      user's list that cannot run is an error naming the pass and the kernel;
+ *      a default pipeline that cannot is a compiler bug.
+ *   3. For each function of the module, in module order, run each pass in
+ *      turn (dropping what it drops), then ir_verify the function; a verifier
+ *      failure is an error naming the pass and the kernel in a user's list,
+ *      and an internal compiler error (tl_fatal) in a default pipeline.
+ *   4. After a pass named in the dump list (or any pass, for "all"), print the
  *      function: to dump->out under the header
  *        // -----// IR Dump After NAME (kernel SYMBOL) //----- //
  *      or, with dump->dir, into DIR/NN-SYMBOL-NAME.tir, where NN counts the
- *      dumps of this run from 01, in the order they are written.
+ *      dumps from 01, in the order they are written (across the pipelines
+ *      that share dump->seq).
  */
 #include "pass.h"
 
@@ -21,7 +28,7 @@
 #include <string.h>
 
 const PassInfo pass_table[] = {
-#define PASS(name, stage, summary) {#name, summary, pass_##name, stage},
+#define PASS(name, stage, refuses, drops, makes, summary) {#name, summary, pass_##name, stage, refuses, drops, makes},
 #include "passes.def"
 #undef PASS
 };
@@ -32,6 +39,80 @@ const PassInfo *pass_find(const char *name)
     for (size_t i = 0; i < pass_count; i++)
         if (strcmp(pass_table[i].name, name) == 0) return &pass_table[i];
     return NULL;
+}
+
+PassFacts pass_facts_of(const IrFunc *f)
+{
+    return f->val_layout ? PASS_FACT_LAYOUTS : 0;
+}
+
+bool pass_can_run(const PassInfo *p, PassFacts facts)
+{
+    return ((facts & ~p->drops) & p->refuses) == 0;
+}
+
+PassFacts pass_facts_after(const PassInfo *p, PassFacts facts)
+{
+    return (facts & ~p->drops) | p->makes;
+}
+
+/* What each fact is, for messages.  ORDER: PassFact, bit by bit. */
+static const struct {
+    PassFacts fact;
+    const char *what;
+} fact_names[] = {
+    {PASS_FACT_LAYOUTS, "layouts"},
+};
+
+/* Reports that list[at] cannot run on f: which fact, and where it came from
+ * (the last pass before that made it, else the input). */
+static void report_order(const PassInfo *const *list, uint32_t at, PassFacts facts, const IrFunc *f, Diag *d)
+{
+    const PassInfo *p = list[at];
+    PassFacts bad = (facts & ~p->drops) & p->refuses;
+    for (size_t k = 0; k < TL_COUNTOF(fact_names); k++) {
+        if (!(bad & fact_names[k].fact)) continue;
+        const char *what = fact_names[k].what;
+        const PassInfo *maker = NULL;
+        for (uint32_t i = 0; i < at; i++) {
+            if (list[i]->drops & fact_names[k].fact) maker = NULL;
+            if (list[i]->makes & fact_names[k].fact) maker = list[i];
+        }
+        if (maker)
+            diag_error_noloc(d, "--pass: '%s' cannot run after '%s' on kernel '%s': it needs IR without %s",
+                             p->name, maker->name, f->name, what);
+        else
+            diag_error_noloc(d, "--pass: '%s' cannot run on kernel '%s': its IR already has %s (from the input)",
+                             p->name, f->name, what);
+        StrBuf refusing = {0}, dropping = {0}, making = {0};
+        for (size_t i = 0; i < pass_count; i++) {
+            const PassInfo *q = &pass_table[i];
+            if (q->refuses & fact_names[k].fact) sb_printf(&refusing, "%s'%s'", refusing.len ? ", " : "", q->name);
+            if (q->drops & fact_names[k].fact) sb_printf(&dropping, "%s'%s'", dropping.len ? ", " : "", q->name);
+            if (q->makes & fact_names[k].fact) sb_printf(&making, "%s'%s'", making.len ? ", " : "", q->name);
+        }
+        diag_note(d, (SrcLoc){0, 0}, "%s must run before %s, or after a pass that drops %s (%s)",
+                  refusing.s ? refusing.s : "no pass", making.s ? making.s : "no pass", what,
+                  dropping.s ? dropping.s : "none");
+        sb_free(&refusing);
+        sb_free(&dropping);
+        sb_free(&making);
+    }
+}
+
+/* Step 2: whether `list` can run in order on f; if not, reports it (user) or dies. */
+static bool check_order(const PassInfo *const *list, uint32_t n, const IrFunc *f, bool user, Diag *d)
+{
+    PassFacts facts = pass_facts_of(f);
+    for (uint32_t i = 0; i < n; i++) {
+        if (!pass_can_run(list[i], facts)) {
+            if (!user) tl_fatal("pass", "the default pipeline cannot run '%s' on kernel '%s'", list[i]->name, f->name);
+            report_order(list, i, facts, f, d);
+            return false;
+        }
+        facts = pass_facts_after(list[i], facts);
+    }
+    return true;
 }
 
 /* Dump state for one pipeline run. */
@@ -82,18 +163,24 @@ static void dump(Dumper *dp, IrFunc *f, const char *pass)
     sb_free(&b);
 }
 
-static void run_one(const PassInfo *p, IrFunc *f, Diag *d, Dumper *dp)
+/* Runs p on f, then verifies f; false after a user's pass broke the IR. */
+static bool run_one(const PassInfo *p, IrFunc *f, bool user, Diag *d, Dumper *dp)
 {
     PassCtx cx = {d, false};
-    /* canonicalisation adds and removes values: layouts no longer hold after it */
-    if (p->stage == PASS_CANON && f->val_layout) ir_func_drop_layouts(f);
+    if ((p->drops & PASS_FACT_LAYOUTS) && f->val_layout) ir_func_drop_layouts(f);
     p->run(f, &cx);
     if (!ir_verify(f, d, p->name)) {
+        if (user) {
+            diag_error_noloc(d, "--pass: the IR of kernel '%s' does not verify after pass '%s' (see above)", f->name,
+                             p->name);
+            return false;
+        }
         char where[64];
         snprintf(where, sizeof where, "pass:%s", p->name);
         tl_fatal(where, "IR verification failed after pass '%s' on kernel '%s'", p->name, f->name);
     }
     if (wants(dp->cfg, p->name)) dump(dp, f, p->name);
+    return true;
 }
 
 static bool run_list(IrModule *m, const char *const *names, uint32_t n, PassStage stage, const PassDump *dump_cfg,
@@ -111,11 +198,14 @@ static bool run_list(IrModule *m, const char *const *names, uint32_t n, PassStag
             list[nlist++] = p;
         }
     }
-    Dumper dp = {dump_cfg, 0, true, d};
-    for (uint32_t fi = 0; fi < m->nfuncs; fi++)
-        for (uint32_t i = 0; i < nlist; i++) run_one(list[i], m->funcs[fi], d, &dp);
+    bool user = n != 0, ok = true;
+    for (uint32_t fi = 0; fi < m->nfuncs && ok; fi++) ok = check_order(list, nlist, m->funcs[fi], user, d);
+    Dumper dp = {dump_cfg, dump_cfg && dump_cfg->seq ? *dump_cfg->seq : 0, true, d};
+    for (uint32_t fi = 0; fi < m->nfuncs && ok; fi++)
+        for (uint32_t i = 0; i < nlist && ok; i++) ok = run_one(list[i], m->funcs[fi], user, d, &dp);
+    if (dump_cfg && dump_cfg->seq) *dump_cfg->seq = dp.seq;
     free(list);
-    return dp.ok;
+    return ok && dp.ok;
 }
 
 bool pass_run_pipeline(IrModule *m, const char *const *names, uint32_t n, const PassDump *dump_cfg, Diag *d)
@@ -125,5 +215,7 @@ bool pass_run_pipeline(IrModule *m, const char *const *names, uint32_t n, const 
 
 bool pass_run_backend(IrModule *m, const PassDump *dump_cfg, Diag *d)
 {
+    for (uint32_t i = 0; i < m->nfuncs; i++)
+        if (m->funcs[i]->val_layout) ir_func_drop_layouts(m->funcs[i]);
     return run_list(m, NULL, 0, PASS_BACKEND, dump_cfg, d);
 }

@@ -21,11 +21,11 @@
 
 /* Dynamic shared memory the stage buffers of one loop may take: what one CTA
  * of the target may have less PIPE_SMEM_RESERVE, room for the epilogue's
- * layout conversions (160 KiB of sm_90a's 227). */
+ * layout conversions (160 KiB of sm_90a's 227); 0 without a target. */
 #define PIPE_SMEM_RESERVE (67u * 1024u)
 static inline uint32_t pipe_smem_budget(const IrTarget *t)
 {
-    return t->smem_per_cta > PIPE_SMEM_RESERVE ? t->smem_per_cta - PIPE_SMEM_RESERVE : 0;
+    return t && t->smem_per_cta > PIPE_SMEM_RESERVE ? t->smem_per_cta - PIPE_SMEM_RESERVE : 0;
 }
 /* The deepest pipeline the compiler picks without a hint. */
 #define PIPE_AUTO_STAGES 4
@@ -44,6 +44,14 @@ bool pipe_outside(IrFunc *f, uint32_t loop, IrVal v);
  * ops of the body: marks those ops in `slice` (indexed by op id) and returns
  * true; false when an offset depends on anything else. */
 bool pipe_offset_slice(IrFunc *f, uint32_t loop, uint32_t ld, uint8_t *slice);
+
+/* The 2-d tile through which the data of block load `ld` reaches its users: the
+ * load's own result when the view is 2-d; for a view of higher rank whose block
+ * has extent 1 along every dimension but the last two (a box over the last two
+ * dims, as attention's load(K, [b, h, n0, 0], [1, 1, BN, D])), the result of
+ * the load's only user, a RESHAPE in the same block to [BN, D].  IR_NONE
+ * otherwise.  The stage buffer holds that 2-d tile. */
+IrVal pipe_load_tile(IrFunc *f, uint32_t ld);
 
 /* Bytes one stage of a buffer for tile t takes (aligned to PIPE_STAGE_ALIGN). */
 uint32_t pipe_stage_bytes(IrType t);

@@ -23,6 +23,11 @@
  *         yield (dot_wait %res)
  *     } else { the original loop, marked stages = 1 so it is never pipelined again }
  *
+ * A load of a view of rank > 2 whose block is a box over the last two dims
+ * (pipe_load_tile: load(K, [b, h, n0, 0], [1, 1, BN, D]) reshaped to [BN, D])
+ * gets a buffer of the 2-d tile; its async_load keeps every offset of the view,
+ * and the reshape's users read the stage.
+ *
  * Why each piece:
  *   - A load for iteration i + S - 1 goes into the stage iteration i - 1 used.
  *     The barrier after the body orders it after every warp's last read of that
@@ -51,6 +56,7 @@ typedef struct Expand {
     uint32_t loop;       /* the loop being expanded */
     uint32_t *loads;     /* its pipelined loads */
     uint32_t nloads;
+    IrVal *tiles;        /* the 2-d tile each reaches its dots through (pipe_load_tile) */
     IrVal *bufs;         /* their buffers */
     uint8_t *slice;      /* ops computing some pipelined load's offsets */
 } Expand;
@@ -184,7 +190,7 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
         clear_schedule(f, body);
         return;
     }
-    Expand e = {f, NULL, f->nvals, loop, NULL, 0, NULL, NULL};
+    Expand e = {f, NULL, f->nvals, loop, NULL, 0, NULL, NULL, NULL};
     uint32_t cap = 0;
     for (uint32_t i = 0; i < f->blocks[body].nops; i++) {
         uint32_t id = f->blocks[body].ops[i];
@@ -192,11 +198,16 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
             VEC_PUSH(e.loads, e.nloads, cap, id);
     }
     e.slice = tl_xcalloc(f->nops, 1);
+    e.tiles = tl_xcalloc(e.nloads ? e.nloads : 1, sizeof *e.tiles);
     bool ok = e.nloads > 0;
-    for (uint32_t j = 0; j < e.nloads && ok; j++) ok = pipe_offset_slice(f, loop, e.loads[j], e.slice);
+    for (uint32_t j = 0; j < e.nloads && ok; j++) {
+        e.tiles[j] = pipe_load_tile(f, e.loads[j]);
+        ok = e.tiles[j] && pipe_offset_slice(f, loop, e.loads[j], e.slice);
+    }
     if (!ok) { /* a schedule the expansion cannot honour: leave the loop as it is */
         clear_schedule(f, body);
         free(e.loads);
+        free(e.tiles);
         free(e.slice);
         return;
     }
@@ -245,7 +256,7 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
     ir_builder_at_end(&tb, f, then);
     tb.loc = L.loc;
     for (uint32_t j = 0; j < e.nloads; j++) {
-        IrType t = ir_vty(f, ir_res(&f->ops[e.loads[j]], 0));
+        IrType t = ir_vty(f, e.tiles[j]);
         tb.loc = f->ops[e.loads[j]].loc;
         e.bufs[j] = ir_build1(&tb, IR_SMEM_ALLOC, NULL, 0, ir_ty_smem((DType)t.dt, S, t.rank, t.dims), NULL);
     }
@@ -277,15 +288,16 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
         IrVal w[3] = {e.bufs[j], stage, phase};
         bb.loc = ld->loc;
         ir_build(&bb, IR_ASYNC_WAIT, w, 3, NULL, 0, NULL);
-        IrVal rd = ir_build1(&bb, IR_SMEM_READ, w, 2, ir_vty(f, ir_res(&f->ops[e.loads[j]], 0)), NULL);
-        e.map[ir_res(&f->ops[e.loads[j]], 0)] = rd;
+        IrVal rd = ir_build1(&bb, IR_SMEM_READ, w, 2, ir_vty(f, e.tiles[j]), NULL);
+        e.map[e.tiles[j]] = rd;
     }
     bool *pend = tl_xcalloc(nc + 1, sizeof *pend);
     uint32_t nbody = f->blocks[body].nops;
     for (uint32_t i = 0; i + 1 < nbody; i++) {
         uint32_t id = f->blocks[body].ops[i];
-        bool is_load = false;
-        for (uint32_t j = 0; j < e.nloads; j++) is_load |= e.loads[j] == id;
+        bool is_load = false; /* the load, or the reshape of its block to the 2-d tile */
+        for (uint32_t j = 0; j < e.nloads; j++)
+            is_load |= e.loads[j] == id || (f->ops[id].nres == 1 && ir_res(&f->ops[id], 0) == e.tiles[j]);
         if (is_load) continue;
         uint32_t nid = clone_op(&e, &bb, id);
         uint32_t slot;
@@ -323,6 +335,7 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
     free(e.map);
     free(e.bufs);
     free(e.loads);
+    free(e.tiles);
     free(e.slice);
 }
 

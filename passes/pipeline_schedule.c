@@ -52,6 +52,10 @@ static void schedule(IrFunc *f, uint32_t loop, void *vcx)
             op->stage = stage[blk->ops[i]] ? stage[blk->ops[i]] : (uint8_t)(L + 1);
         }
     }
+    if (!ok)
+        diag_remark(cx->diag, DIAG_REMARK_pipeline, f->ops[loop].loc,
+                    "loop not pipelined after all: a pipelined load's offsets no longer come from the induction "
+                    "variable and loop invariants alone");
     free(slice);
     free(stage);
     cx->changed = true;

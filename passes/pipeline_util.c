@@ -70,6 +70,32 @@ bool pipe_offset_slice(IrFunc *f, uint32_t loop, uint32_t ld, uint8_t *slice)
     return true;
 }
 
+IrVal pipe_load_tile(IrFunc *f, uint32_t ld)
+{
+    const IrOp *op = &f->ops[ld];
+    IrVal res = ir_res(op, 0);
+    IrType t = ir_vty(f, res);
+    if (t.rank < 2) return IR_NONE;
+    if (t.rank == 2) return res;
+    for (int d = 0; d + 2 < t.rank; d++)
+        if (t.dims[d] != 1) return IR_NONE;
+    uint32_t user = UINT32_MAX;
+    for (uint32_t i = 0; i < f->nops; i++) {
+        const IrOp *u = &f->ops[i];
+        if (u->dead) continue;
+        for (uint32_t k = 0; k < u->nopnd; k++) {
+            if (ir_opnd(f, u, k) != res) continue;
+            if (user != UINT32_MAX) return IR_NONE;
+            user = i;
+        }
+    }
+    if (user == UINT32_MAX || f->ops[user].opc != IR_RESHAPE || f->ops[user].parent != op->parent) return IR_NONE;
+    IrVal r2 = ir_res(&f->ops[user], 0);
+    IrType t2 = ir_vty(f, r2);
+    if (t2.rank != 2 || t2.dims[0] != t.dims[t.rank - 2] || t2.dims[1] != t.dims[t.rank - 1]) return IR_NONE;
+    return r2;
+}
+
 uint32_t pipe_stage_bytes(IrType t)
 {
     uint32_t bytes = (uint32_t)ir_ty_numel(t) * (uint32_t)dt_bytes((DType)t.dt);

@@ -132,8 +132,77 @@ static int gop_operands(uint8_t op)
     case TILERT_GOP_STRIDE: return 2;
     case TILERT_GOP_WRAP: return 1;
     case TILERT_GOP_NUM_SMS: return 0;
-    default: return (op >= TILERT_GOP_ADD && op <= TILERT_GOP_MAXU) ? 0 : -1;
+    case TILERT_GOP_SELECT: return 0;
+    default:
+        return (op >= TILERT_GOP_ADD && op <= TILERT_GOP_MAXU) || (op >= TILERT_GOP_EQ && op <= TILERT_GOP_XOR) ? 0 : -1;
     }
+}
+
+/* Whether checked code uses an opcode of version 4 (comparisons, logic, select). */
+static bool code_needs_v4(const uint8_t *code, uint32_t len)
+{
+    for (uint32_t pc = 0; pc < len; pc += 1 + (uint32_t)gop_operands(code[pc]))
+        if (code[pc] >= TILERT_GOP_EQ && code[pc] <= TILERT_GOP_SELECT) return true;
+    return false;
+}
+
+/* Checks one program of k (the grid code, or requirement `what`) that must leave `want` values. */
+static bool check_prog(const tilert_meta_kernel *k, const uint8_t *code, uint32_t len, int want, const char *what,
+                       char *err, size_t errlen)
+{
+    int depth = 0;
+    for (uint32_t pc = 0; pc < len;) {
+        uint8_t op = code[pc];
+        int nop = gop_operands(op);
+        if (nop < 0) {
+            fail(err, errlen, "%s: unknown opcode %u at byte %u", what, op, pc);
+            return false;
+        }
+        if (pc + 1 + (uint32_t)nop > len) {
+            fail(err, errlen, "%s: opcode %u at byte %u is cut off", what, op, pc);
+            return false;
+        }
+        const uint8_t *a = code + pc + 1;
+        if (op == TILERT_GOP_ARG || op == TILERT_GOP_SHAPE || op == TILERT_GOP_STRIDE) {
+            if (a[0] >= k->nparams) {
+                fail(err, errlen, "%s: parameter %u out of range (%u parameters)", what, a[0], k->nparams);
+                return false;
+            }
+            const tilert_meta_param *p = &k->params[a[0]];
+            if (op == TILERT_GOP_ARG && (p->kind != TILERT_PARAM_SCALAR || !tilert_dtype_is_int(p->dtype))) {
+                fail(err, errlen, "%s reads parameter '%s', which is not an integer scalar", what, p->name);
+                return false;
+            }
+            if (op != TILERT_GOP_ARG && (p->kind != TILERT_PARAM_TENSOR || a[1] >= p->rank)) {
+                fail(err, errlen, "%s reads %s[%u] of parameter '%s', which is not a tensor of that rank", what,
+                     op == TILERT_GOP_SHAPE ? "shape" : "stride", a[1], p->name);
+                return false;
+            }
+        }
+        if (op == TILERT_GOP_WRAP && !tilert_dtype_is_int((tilert_dtype)a[0])) {
+            fail(err, errlen, "%s: WRAP to %u, not an integer dtype", what, a[0]);
+            return false;
+        }
+        int pops = op <= TILERT_GOP_NUM_SMS ? 0 : op == TILERT_GOP_WRAP ? 1 : op == TILERT_GOP_SELECT ? 3 : 2;
+        if (depth < pops) {
+            if (op == TILERT_GOP_WRAP) fail(err, errlen, "%s: WRAP at byte %u on an empty stack", what, pc);
+            else fail(err, errlen, "%s: %s opcode %u at byte %u with %d operands on the stack", what,
+                      pops == 3 ? "ternary" : "binary", op, pc, depth);
+            return false;
+        }
+        depth += 1 - pops;
+        if (depth > TILERT_META_MAX_STACK) {
+            fail(err, errlen, "%s needs more than %d stack entries", what, TILERT_META_MAX_STACK);
+            return false;
+        }
+        pc += 1 + (uint32_t)nop;
+    }
+    if (depth != want) {
+        fail(err, errlen, "%s leaves %d values, %s %d", what, depth, code == k->code ? "grid rank is" : "expected",
+             want);
+        return false;
+    }
+    return true;
 }
 
 bool tilert_meta_check_code(const tilert_meta_kernel *k, char *err, size_t errlen)
@@ -142,64 +211,19 @@ bool tilert_meta_check_code(const tilert_meta_kernel *k, char *err, size_t errle
         fail(err, errlen, "grid rank %u (at most 3)", k->grid_rank);
         return false;
     }
-    if (k->grid_rank == 0) {
-        if (k->code_len) fail(err, errlen, "grid code without a grid rank");
-        return k->code_len == 0;
-    }
-    int depth = 0;
-    for (uint32_t pc = 0; pc < k->code_len;) {
-        uint8_t op = k->code[pc];
-        int nop = gop_operands(op);
-        if (nop < 0) {
-            fail(err, errlen, "grid code: unknown opcode %u at byte %u", op, pc);
-            return false;
-        }
-        if (pc + 1 + (uint32_t)nop > k->code_len) {
-            fail(err, errlen, "grid code: opcode %u at byte %u is cut off", op, pc);
-            return false;
-        }
-        const uint8_t *a = k->code + pc + 1;
-        if (op == TILERT_GOP_ARG || op == TILERT_GOP_SHAPE || op == TILERT_GOP_STRIDE) {
-            if (a[0] >= k->nparams) {
-                fail(err, errlen, "grid code: parameter %u out of range (%u parameters)", a[0], k->nparams);
-                return false;
-            }
-            const tilert_meta_param *p = &k->params[a[0]];
-            if (op == TILERT_GOP_ARG && (p->kind != TILERT_PARAM_SCALAR || !tilert_dtype_is_int(p->dtype))) {
-                fail(err, errlen, "grid code reads parameter '%s', which is not an integer scalar", p->name);
-                return false;
-            }
-            if (op != TILERT_GOP_ARG && (p->kind != TILERT_PARAM_TENSOR || a[1] >= p->rank)) {
-                fail(err, errlen, "grid code reads %s[%u] of parameter '%s', which is not a tensor of that rank",
-                     op == TILERT_GOP_SHAPE ? "shape" : "stride", a[1], p->name);
-                return false;
-            }
-        }
-        if (op == TILERT_GOP_WRAP && !tilert_dtype_is_int((tilert_dtype)a[0])) {
-            fail(err, errlen, "grid code: WRAP to %u, not an integer dtype", a[0]);
-            return false;
-        }
-        if (op <= TILERT_GOP_NUM_SMS) {
-            if (++depth > TILERT_META_MAX_STACK) {
-                fail(err, errlen, "grid code needs more than %d stack entries", TILERT_META_MAX_STACK);
-                return false;
-            }
-        } else if (op != TILERT_GOP_WRAP) {
-            if (depth < 2) {
-                fail(err, errlen, "grid code: binary opcode %u at byte %u with %d operands on the stack", op, pc,
-                     depth);
-                return false;
-            }
-            depth--;
-        } else if (depth < 1) {
-            fail(err, errlen, "grid code: WRAP at byte %u on an empty stack", pc);
-            return false;
-        }
-        pc += 1 + (uint32_t)nop;
-    }
-    if (depth != k->grid_rank) {
-        fail(err, errlen, "grid code leaves %d values, grid rank is %u", depth, k->grid_rank);
+    if (k->grid_rank == 0 && k->code_len) {
+        fail(err, errlen, "grid code without a grid rank");
         return false;
+    }
+    if (k->grid_rank && !check_prog(k, k->code, k->code_len, k->grid_rank, "grid code", err, errlen)) return false;
+    if (k->nrequires > TILERT_META_MAX_REQUIRES) {
+        fail(err, errlen, "%u requirements (at most %d)", k->nrequires, TILERT_META_MAX_REQUIRES);
+        return false;
+    }
+    for (uint32_t i = 0; i < k->nrequires; i++) {
+        char what[48];
+        snprintf(what, sizeof what, "requirement %u", i);
+        if (!check_prog(k, k->requires[i].code, k->requires[i].code_len, 1, what, err, errlen)) return false;
     }
     return true;
 }
@@ -213,14 +237,14 @@ static int64_t cdiv(int64_t a, int64_t b)
     return q;
 }
 
-bool tilert_meta_eval_grid(const tilert_meta_kernel *k, const tilert_arg *args, int64_t num_sms, int64_t out[3],
-                           char *err, size_t errlen)
+/* Runs one checked program; its results are st[0..depth). */
+static bool eval_prog(const tilert_meta_kernel *k, const uint8_t *code, uint32_t len, const tilert_arg *args,
+                      int64_t num_sms, const char *what, int64_t st[TILERT_META_MAX_STACK], char *err, size_t errlen)
 {
-    int64_t st[TILERT_META_MAX_STACK];
     int sp = 0;
-    for (uint32_t pc = 0; pc < k->code_len;) {
-        uint8_t op = k->code[pc];
-        const uint8_t *a = k->code + pc + 1;
+    for (uint32_t pc = 0; pc < len;) {
+        uint8_t op = code[pc];
+        const uint8_t *a = code + pc + 1;
         pc += 1 + (uint32_t)gop_operands(op);
         switch (op) {
         case TILERT_GOP_PUSH: st[sp++] = (int64_t)rd64(a); continue;
@@ -230,10 +254,14 @@ bool tilert_meta_eval_grid(const tilert_meta_kernel *k, const tilert_arg *args, 
         case TILERT_GOP_WRAP: st[sp - 1] = tilert_meta_wrap(st[sp - 1], (tilert_dtype)a[0]); continue;
         case TILERT_GOP_NUM_SMS:
             if (num_sms <= 0) {
-                fail(err, errlen, "the grid expression uses num_sms(), which needs a device");
+                fail(err, errlen, "the %s uses num_sms(), which needs a device", what);
                 return false;
             }
             st[sp++] = num_sms;
+            continue;
+        case TILERT_GOP_SELECT:
+            sp -= 2;
+            st[sp - 1] = st[sp - 1] != 0 ? st[sp] : st[sp + 1];
             continue;
         default: break;
         }
@@ -242,7 +270,7 @@ bool tilert_meta_eval_grid(const tilert_meta_kernel *k, const tilert_arg *args, 
         bool isdiv = op == TILERT_GOP_DIV || op == TILERT_GOP_REM || op == TILERT_GOP_CDIV ||
                      op == TILERT_GOP_DIVU || op == TILERT_GOP_REMU;
         if (isdiv && y == 0) {
-            fail(err, errlen, "the grid expression divides by zero (numerator %lld)", (long long)x);
+            fail(err, errlen, "the %s divides by zero (numerator %lld)", what, (long long)x);
             return false;
         }
         switch (op) {
@@ -257,11 +285,51 @@ bool tilert_meta_eval_grid(const tilert_meta_kernel *k, const tilert_arg *args, 
         case TILERT_GOP_DIVU: r = (int64_t)(ux / uy); break;
         case TILERT_GOP_REMU: r = (int64_t)(ux % uy); break;
         case TILERT_GOP_MINU: r = (int64_t)(ux < uy ? ux : uy); break;
-        default: r = (int64_t)(ux > uy ? ux : uy); break; /* MAXU: check_code admits nothing else */
+        case TILERT_GOP_MAXU: r = (int64_t)(ux > uy ? ux : uy); break;
+        case TILERT_GOP_EQ: r = x == y; break;
+        case TILERT_GOP_NE: r = x != y; break;
+        case TILERT_GOP_LT: r = x < y; break;
+        case TILERT_GOP_LE: r = x <= y; break;
+        case TILERT_GOP_GT: r = x > y; break;
+        case TILERT_GOP_GE: r = x >= y; break;
+        case TILERT_GOP_LTU: r = ux < uy; break;
+        case TILERT_GOP_LEU: r = ux <= uy; break;
+        case TILERT_GOP_GTU: r = ux > uy; break;
+        case TILERT_GOP_GEU: r = ux >= uy; break;
+        case TILERT_GOP_AND: r = (int64_t)(ux & uy); break;
+        case TILERT_GOP_OR: r = (int64_t)(ux | uy); break;
+        default: r = (int64_t)(ux ^ uy); break; /* XOR: check_code admits nothing else */
         }
         st[sp - 1] = r;
     }
+    return true;
+}
+
+bool tilert_meta_eval_grid(const tilert_meta_kernel *k, const tilert_arg *args, int64_t num_sms, int64_t out[3],
+                           char *err, size_t errlen)
+{
+    int64_t st[TILERT_META_MAX_STACK];
+    if (!eval_prog(k, k->code, k->code_len, args, num_sms, "grid expression", st, err, errlen)) return false;
     for (int i = 0; i < k->grid_rank; i++) out[i] = st[i];
+    return true;
+}
+
+bool tilert_meta_eval_requires(const tilert_meta_kernel *k, const tilert_arg *args, int64_t num_sms, int *failed,
+                               char *err, size_t errlen)
+{
+    *failed = -1;
+    for (uint32_t i = 0; i < k->nrequires; i++) {
+        int64_t st[TILERT_META_MAX_STACK];
+        char what[64];
+        snprintf(what, sizeof what, "requires(...) clause %u", i);
+        if (!eval_prog(k, k->requires[i].code, k->requires[i].code_len, args, num_sms, what, st, err, errlen))
+            return false;
+        if (st[0] == 0) {
+            *failed = (int)i;
+            fail(err, errlen, "%s", k->requires[i].message);
+            return false;
+        }
+    }
     return true;
 }
 
@@ -413,7 +481,31 @@ typedef struct Fill {
     tilert_meta_param *params;
     tilert_meta_spec *specs;
     tilert_meta_tma *tmas;
+    tilert_meta_require *reqs;
 } Fill;
+
+/* The requirements of a record (version 4) into out[0..*n) (out: TILERT_META_MAX_REQUIRES
+ * entries), messages and code pointing into base (which mirrors r->p). */
+static bool parse_requires(Reader *r, tilert_meta_require *out, uint32_t *n, const char *base)
+{
+    uint16_t nr;
+    if (!get16(r, &nr, "requirement count")) return false;
+    if (nr > TILERT_META_MAX_REQUIRES) {
+        fail(r->err, r->errlen, "metadata: %s has %u requirements (at most %d)", r->what, nr, TILERT_META_MAX_REQUIRES);
+        return false;
+    }
+    for (uint32_t i = 0; i < nr; i++) {
+        size_t msg;
+        uint16_t len;
+        if (!getstr(r, &msg, "requirement message") || !get16(r, &len, "requirement code length") ||
+            !need(r, len, "requirement code"))
+            return false;
+        out[i] = (tilert_meta_require){base + msg, (const uint8_t *)base + r->pos, len};
+        r->pos += len;
+    }
+    *n = nr;
+    return true;
+}
 
 /* One TMA record of parameter p (version 2) into *t. */
 static bool parse_tma(Reader *r, const char *what, const tilert_meta_param *p, unsigned j, tilert_meta_tma *t)
@@ -511,9 +603,9 @@ static bool parse_specs(Reader *r, uint32_t n, tilert_meta_spec *out, const char
 }
 
 static bool parse_kernels(Reader *r, uint32_t nk, Fill *fill, uint32_t *tot_params, uint32_t *tot_specs,
-                          uint32_t *tot_tma)
+                          uint32_t *tot_tma, uint32_t *tot_req)
 {
-    uint32_t np_all = 0, ns_all = 0, nt_all = 0;
+    uint32_t np_all = 0, ns_all = 0, nt_all = 0, nr_all = 0;
     char what[96];
     for (uint32_t ki = 0; ki < nk; ki++) {
         snprintf(what, sizeof what, "kernel %u", ki);
@@ -555,15 +647,33 @@ static bool parse_kernels(Reader *r, uint32_t nk, Fill *fill, uint32_t *tot_para
         k.params = params;
         k.code = r->p + r->pos;
         char cerr[200];
-        if (ok && !fill && !need(r, code_len, "grid code")) ok = false;
+        if (ok && !need(r, code_len, "grid code")) ok = false;
+        size_t code = r->pos;
+        r->pos += code_len;
+        /* the requirements point into the blob on the first pass, into the copy on the second */
+        tilert_meta_require *reqs = NULL;
+        if (ok && r->version >= 4) {
+            reqs = fill ? fill->reqs + nr_all : malloc(sizeof *reqs * TILERT_META_MAX_REQUIRES);
+            if (!reqs) {
+                fail(r->err, r->errlen, "out of memory reading metadata");
+                ok = false;
+            } else {
+                ok = parse_requires(r, reqs, &k.nrequires, fill ? fill->base : (const char *)r->p);
+            }
+        }
+        k.requires = reqs;
         if (ok && !fill && !tilert_meta_check_code(&k, cerr, sizeof cerr)) {
             fail(r->err, r->errlen, "metadata: %s: %s", what, cerr);
             ok = false;
         }
+        if (ok && !fill && r->version < 4 && code_needs_v4(k.code, k.code_len)) {
+            fail(r->err, r->errlen, "metadata: %s: grid code uses an opcode of version 4 in a version %u blob", what,
+                 r->version);
+            ok = false;
+        }
         if (!fill && params != tmp) free(params);
+        if (!fill) free(reqs);
         if (!ok) return false;
-        size_t code = r->pos;
-        r->pos += code_len;
         if (r->pos - start != recsize) {
             fail(r->err, r->errlen, "metadata: %s: record size %u, but its fields take %zu bytes", what, recsize,
                  r->pos - start);
@@ -574,10 +684,12 @@ static bool parse_kernels(Reader *r, uint32_t nk, Fill *fill, uint32_t *tot_para
             k.source_name = fill->base + src;
             k.specs = fill->specs + ns_all;
             k.code = (const uint8_t *)fill->base + code;
+            if (!k.nrequires) k.requires = NULL;
             fill->kernels[ki] = k;
         }
         np_all += nparams;
         ns_all += nspecs;
+        nr_all += k.nrequires;
     }
     if (r->pos != r->len) {
         fail(r->err, r->errlen, "metadata: %zu bytes after the last kernel record", r->len - r->pos);
@@ -586,6 +698,7 @@ static bool parse_kernels(Reader *r, uint32_t nk, Fill *fill, uint32_t *tot_para
     *tot_params = np_all;
     *tot_specs = ns_all;
     *tot_tma = nt_all;
+    *tot_req = nr_all;
     return true;
 }
 
@@ -624,12 +737,13 @@ bool tilert_meta_parse(const void *blob, size_t len, tilert_meta *out, char *err
         return false;
     }
     Reader r = {p, len, TILERT_META_HEADER_SIZE, err, errlen, "", version};
-    uint32_t np, ns, nt;
-    if (!parse_kernels(&r, nk, NULL, &np, &ns, &nt)) return false;
+    uint32_t np, ns, nt, nr;
+    if (!parse_kernels(&r, nk, NULL, &np, &ns, &nt, &nr)) return false;
     size_t off_k = align8(len), off_p = off_k + align8(sizeof(tilert_meta_kernel) * nk);
     size_t off_s = off_p + align8(sizeof(tilert_meta_param) * np);
     size_t off_t = off_s + align8(sizeof(tilert_meta_spec) * ns);
-    size_t total = off_t + sizeof(tilert_meta_tma) * nt;
+    size_t off_r = off_t + align8(sizeof(tilert_meta_tma) * nt);
+    size_t total = off_r + sizeof(tilert_meta_require) * nr;
     char *store = malloc(total);
     if (!store) {
         fail(err, errlen, "out of memory reading metadata (%zu bytes)", total);
@@ -637,9 +751,10 @@ bool tilert_meta_parse(const void *blob, size_t len, tilert_meta *out, char *err
     }
     memcpy(store, blob, len);
     Fill fill = {store, (tilert_meta_kernel *)(store + off_k), (tilert_meta_param *)(store + off_p),
-                 (tilert_meta_spec *)(store + off_s), (tilert_meta_tma *)(store + off_t)};
+                 (tilert_meta_spec *)(store + off_s), (tilert_meta_tma *)(store + off_t),
+                 (tilert_meta_require *)(store + off_r)};
     r.pos = TILERT_META_HEADER_SIZE;
-    parse_kernels(&r, nk, &fill, &np, &ns, &nt); /* cannot fail: the same bytes passed */
+    parse_kernels(&r, nk, &fill, &np, &ns, &nt, &nr); /* cannot fail: the same bytes passed */
     for (uint32_t i = 0; i < nk; i++)
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(fill.kernels[i].symbol, fill.kernels[j].symbol) == 0) {
@@ -714,10 +829,19 @@ static bool putstr(Writer *w, const char *s, const char *what, char *err, size_t
     return true;
 }
 
+/* Whether kernel k needs format version 4: requirements, or their opcodes in its grid code. */
+static bool kernel_needs_v4(const tilert_meta_kernel *k)
+{
+    return k->nrequires || code_needs_v4(k->code, k->code_len);
+}
+
 bool tilert_meta_write(const tilert_meta_kernel *kernels, uint32_t n, uint8_t **out, size_t *len, char *err,
                        size_t errlen)
 {
-    return tilert_meta_write_version(kernels, n, TILERT_META_VERSION, out, len, err, errlen);
+    uint16_t version = 3;
+    for (uint32_t i = 0; i < n && kernels; i++)
+        if (kernel_needs_v4(&kernels[i])) version = 4;
+    return tilert_meta_write_version(kernels, n, version, out, len, err, errlen);
 }
 
 bool tilert_meta_write_version(const tilert_meta_kernel *kernels, uint32_t n, uint16_t version, uint8_t **out,
@@ -796,6 +920,11 @@ bool tilert_meta_write_version(const tilert_meta_kernel *kernels, uint32_t n, ui
             fail(err, errlen, "metadata: kernel '%s': %s", k->symbol, cerr);
             goto bad;
         }
+        if (version < 4 && kernel_needs_v4(k)) {
+            fail(err, errlen, "metadata: kernel '%s' has requires(...) clauses or comparisons in its grid code, which "
+                 "need version 4", k->symbol);
+            goto bad;
+        }
         size_t start = w.len;
         put32(&w, 0);
         if (!putstr(&w, k->symbol, "a symbol", err, errlen) || !putstr(&w, k->source_name, "a name", err, errlen))
@@ -835,6 +964,20 @@ bool tilert_meta_write_version(const tilert_meta_kernel *kernels, uint32_t n, ui
                 !putstr(&w, k->specs[i].value, "a specialization value", err, errlen))
                 goto bad;
         put(&w, k->code, k->code_len);
+        if (version >= 4) {
+            put16(&w, (uint16_t)k->nrequires);
+            for (uint32_t i = 0; i < k->nrequires; i++) {
+                const tilert_meta_require *q = &k->requires[i];
+                if (q->code_len > 0xFFFF) {
+                    fail(err, errlen, "metadata: kernel '%s': requirement %u has %u bytes of code (at most 65535)",
+                         k->symbol, i, q->code_len);
+                    goto bad;
+                }
+                if (!putstr(&w, q->message, "a requirement's message", err, errlen)) goto bad;
+                put16(&w, (uint16_t)q->code_len);
+                put(&w, q->code, q->code_len);
+            }
+        }
         if (w.len - start > 0xFFFFFFFFu) {
             fail(err, errlen, "metadata: kernel '%s' record too large", k->symbol);
             goto bad;

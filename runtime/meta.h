@@ -5,7 +5,7 @@
  * The blob is the contents of the PTX global `__tilec_meta` (one per module),
  * found on the host through the cubin's ELF symbol table (elf.c).
  *
- * FORMAT, version 3.  Little-endian; no padding; `str` is a u16 byte length,
+ * FORMAT, version 4.  Little-endian; no padding; `str` is a u16 byte length,
  * the bytes, then a NUL (not counted in the length, checked by readers).
  *
  *   header (16 bytes)
@@ -39,6 +39,14 @@
  *       for all of this parameter's maps instead of failing the launch.
  *     nspecs  x { str name; str value }        compile-time values as text
  *     u8[code length]  grid code
+ *     version 4 and later:
+ *     u16  nrequires
+ *     nrequires x { str message; u16 code length; u8[code length] code }
+ *   Requirements (version 4): the kernel's requires(cond, "message") clauses, in source
+ *   order.  Each code is grid code (below) that leaves exactly one value: nonzero when
+ *   the arguments satisfy the clause.  The runtime runs every one after checking the
+ *   arguments and before computing the grid; the first that gives 0 fails the launch
+ *   with TILERT_ERROR_REQUIRES and its message.
  *   TMA record (version 2): one CUtensorMap the kernel takes for this tensor
  *   parameter (kernel ABI: tilert.h), built by the runtime at launch with
  *   cuTensorMapEncodeTiled from the argument's address, shape and strides:
@@ -60,8 +68,10 @@
  *   Readers accept versions TILERT_META_MIN_VERSION..TILERT_META_VERSION (version 1 is
  *   version 2 without TMA records, version 2 is version 3 without parameter flags) and
  *   reject any other, unknown flags, a record whose size disagrees with its fields, and
- *   bytes left after the last record.  The writer writes version 3 (or an older one on
- *   request, for kernels that need nothing newer).
+ *   bytes left after the last record.  The writer writes version 4 when a kernel has
+ *   requirements and version 3 otherwise (so cubins without requires() still load with
+ *   a libtilert that reads version 3), or an older one on request, for kernels that
+ *   need nothing newer.
  *
  * GRID CODE: a stack machine over int64 values (two's complement, wrapping),
  * run once per launch.  It must leave exactly `grid rank` values: grid x, y, z.
@@ -75,13 +85,18 @@
  *   MIN MAX                signed
  *   CDIV                   signed ceiling division: ceil(a / b)
  *   DIVU REMU MINU MAXU    the same on the unsigned 64-bit interpretation
+ *   EQ NE LT LE GT GE      pop b, pop a, push 1 if a op b else 0 (signed)    (version 4)
+ *   LTU LEU GTU GEU        the same on the unsigned interpretation           (version 4)
+ *   AND OR XOR             bitwise                                           (version 4)
+ *   SELECT                 pop b, pop a, pop c, push c != 0 ? a : b          (version 4)
  *   WRAP      u8 dtype     reduce to an integer dtype: truncate to its width, then
  *                          sign- (i*) or zero- (u*) extend; i1 gives a != 0
  * Codegen emits WRAP after every op whose IR type is narrower than 64 bits,
  * and the unsigned variants for unsigned types, so the result equals the IR's.
  * Readers check the code once (operands in range, parameter kinds, stack depth
- * <= TILERT_META_MAX_STACK, final depth == grid rank); evaluation then fails
- * only on division by zero.
+ * <= TILERT_META_MAX_STACK, final depth == grid rank, 1 for a requirement; the
+ * version 4 opcodes only in version 4 blobs); evaluation then fails only on
+ * division by zero.
  */
 #ifndef TILERT_META_H
 #define TILERT_META_H
@@ -94,7 +109,7 @@
 
 #define TILERT_META_SYMBOL "__tilec_meta"
 #define TILERT_META_MAGIC "TLMD"
-#define TILERT_META_VERSION 3       /* what the writer writes */
+#define TILERT_META_VERSION 4       /* the newest the writer writes */
 #define TILERT_META_MIN_VERSION 1   /* the oldest the reader reads */
 #define TILERT_META_HEADER_SIZE 16
 #define TILERT_META_MAX_STACK 32
@@ -137,7 +152,23 @@ typedef enum tilert_grid_op {
     TILERT_GOP_MINU,
     TILERT_GOP_MAXU,
     TILERT_GOP_WRAP = 32,
+    TILERT_GOP_EQ = 40,     /* comparisons, logic and select: version 4 */
+    TILERT_GOP_NE,
+    TILERT_GOP_LT,
+    TILERT_GOP_LE,
+    TILERT_GOP_GT,
+    TILERT_GOP_GE,
+    TILERT_GOP_LTU,
+    TILERT_GOP_LEU,
+    TILERT_GOP_GTU,
+    TILERT_GOP_GEU,
+    TILERT_GOP_AND,
+    TILERT_GOP_OR,
+    TILERT_GOP_XOR,
+    TILERT_GOP_SELECT = 56, /* ternary */
 } tilert_grid_op;
+/* Requirements per kernel (version 4). */
+#define TILERT_META_MAX_REQUIRES 255
 
 /* One TMA descriptor a kernel takes for a tensor parameter (see FORMAT). */
 typedef struct tilert_meta_tma {
@@ -165,6 +196,13 @@ typedef struct tilert_meta_spec {
     const char *name, *value;
 } tilert_meta_spec;
 
+/* One requires(cond, "message") clause (version 4). */
+typedef struct tilert_meta_require {
+    const char *message;
+    const uint8_t *code;   /* grid code leaving one value: nonzero when it holds */
+    uint32_t code_len;
+} tilert_meta_require;
+
 typedef struct tilert_meta_kernel {
     const char *symbol, *source_name;
     uint16_t sm;
@@ -176,6 +214,8 @@ typedef struct tilert_meta_kernel {
     const tilert_meta_param *params;
     const tilert_meta_spec *specs;
     const uint8_t *code;
+    uint32_t nrequires;                    /* version 4; 0 before */
+    const tilert_meta_require *requires;
 } tilert_meta_kernel;
 #define TILERT_META_ARCH_SPECIFIC 1u
 
@@ -204,7 +244,7 @@ bool tilert_meta_check_tma(const tilert_meta_tma *t, const tilert_meta_param *p,
 /* "box [16, 32] of f32, swizzle 128B": the box outermost first, as the tensor's dims go. */
 void tilert_meta_describe_tma(const tilert_meta_tma *t, char *buf, size_t len);
 
-/* Checks a kernel's grid code against its parameters (see FORMAT). */
+/* Checks a kernel's grid code and requirement codes against its parameters (see FORMAT). */
 bool tilert_meta_check_code(const tilert_meta_kernel *k, char *err, size_t errlen);
 
 /* Runs checked code over arguments already checked against k's parameters
@@ -214,6 +254,13 @@ bool tilert_meta_check_code(const tilert_meta_kernel *k, char *err, size_t errle
  * NUM_SMS when num_sms is 0 (no device to ask). */
 bool tilert_meta_eval_grid(const tilert_meta_kernel *k, const tilert_arg *args, int64_t num_sms, int64_t out[3],
                            char *err, size_t errlen);
+
+/* Runs k's requirements over checked arguments, in order.  Returns true when all
+ * hold; otherwise false with *failed the index of the first that does not (or -1
+ * when the code itself failed: division by zero, num_sms without a device; the
+ * reason in err). */
+bool tilert_meta_eval_requires(const tilert_meta_kernel *k, const tilert_arg *args, int64_t num_sms, int *failed,
+                               char *err, size_t errlen);
 
 /* Applies WRAP's conversion. */
 int64_t tilert_meta_wrap(int64_t v, tilert_dtype dt);

@@ -80,7 +80,7 @@ const char *tilert_status_string(tilert_status s)
         "TILERT_ERROR_ARCH_MISMATCH", "TILERT_ERROR_BAD_METADATA", "TILERT_ERROR_NOT_FOUND",
         "TILERT_ERROR_ARG_COUNT", "TILERT_ERROR_ARG_TYPE", "TILERT_ERROR_ARG_ALIGN", "TILERT_ERROR_ARG_VALUE",
         "TILERT_ERROR_GRID", "TILERT_ERROR_NO_GRID", "TILERT_ERROR_RESOURCES", "TILERT_ERROR_CONTEXT",
-        "TILERT_ERROR_INSPECT_ONLY", "TILERT_ERROR_CUDA",
+        "TILERT_ERROR_INSPECT_ONLY", "TILERT_ERROR_CUDA", "TILERT_ERROR_REQUIRES",
     };
     return (unsigned)s < TILERT_STATUS_COUNT ? names[s] : "TILERT_ERROR_(unknown)";
 }
@@ -560,6 +560,47 @@ tilert_status tilert_module_inspect_data(const void *image, size_t size, tilert_
     return load(image, size, "tilert_module_inspect_data", true, out);
 }
 
+tilert_status tilert_module_load_best(const void *const *images, const size_t *sizes, int n, tilert_module **out,
+                                      int *chosen)
+{
+    if (!out) return err(TILERT_ERROR_INVALID_VALUE, "tilert_module_load_best: out is NULL");
+    *out = NULL;
+    if (!images || !sizes || n <= 0)
+        return err(TILERT_ERROR_INVALID_VALUE, "tilert_module_load_best: no images");
+    tilert_device_info info;
+    tilert_status s = tilert_device_get_info(&info);
+    if (s) return s;
+    int best = -1, best_score = -1;
+    char archs[256] = "";
+    size_t used = 0;
+    for (int i = 0; i < n; i++) {
+        tilert_module *m = NULL;
+        if ((s = tilert_module_inspect_data(images[i], sizes[i], &m))) {
+            char msg[sizeof last_error];
+            snprintf(msg, sizeof msg, "%s", last_error);
+            return err(s, "tilert_module_load_best: image %d: %s", i, msg);
+        }
+        if (used < sizeof archs) {
+            int w = snprintf(archs + used, sizeof archs - used, "%s%s", i ? ", " : "", m->arch);
+            used = w < 0 ? sizeof archs : used + (size_t)w;
+        }
+        /* the newest that runs here; of two for one SM version, the arch-specific one (sm_90a) */
+        int score = (int)m->sm * 2 + ((m->arch_flags & TILERT_META_ARCH_SPECIFIC) != 0);
+        if (tilert_module_check_arch(m, info.cc_major, info.cc_minor) == TILERT_OK && score > best_score) {
+            best = i;
+            best_score = score;
+        }
+        tilert_module_unload(m);
+    }
+    if (best < 0)
+        return err(TILERT_ERROR_ARCH_MISMATCH, "none of the cubins (%s) runs on this GPU (device %d: %s, compute "
+                   "capability %d.%d); rebuild with tilec --arch=sm_%d%d%s", archs, info.ordinal, info.name,
+                   info.cc_major, info.cc_minor, info.cc_major, info.cc_minor, info.cc_major >= 9 ? "a" : "");
+    if ((s = tilert_module_load_data(images[best], sizes[best], out))) return s;
+    if (chosen) *chosen = best;
+    return TILERT_OK;
+}
+
 static tilert_status load_file(const char *path, bool inspect, tilert_module **out)
 {
     if (!out) return err(TILERT_ERROR_INVALID_VALUE, "tilert_module_load_file: out is NULL");
@@ -801,6 +842,55 @@ typedef struct KParams {
     CUtensorMap maps[TILERT_META_MAX_TMA];   /* 64-byte aligned, as the driver wants */
 } KParams;
 
+/* "Q [2, 16, 200, 128], K [2, 3, 300, 128]": the arguments that code reads, with their values. */
+static void describe_reads(const tilert_meta_kernel *mk, const uint8_t *code, uint32_t len, const tilert_arg *args,
+                           char *b, size_t n)
+{
+    bool seen[256] = {false};
+    size_t at = 0;
+    b[0] = 0;
+    for (uint32_t pc = 0; pc < len;) {
+        uint8_t op = code[pc];
+        uint32_t step = op == TILERT_GOP_PUSH ? 9 : op == TILERT_GOP_ARG || op == TILERT_GOP_WRAP ? 2 :
+                        op == TILERT_GOP_SHAPE || op == TILERT_GOP_STRIDE ? 3 : 1;
+        if ((op == TILERT_GOP_ARG || op == TILERT_GOP_SHAPE || op == TILERT_GOP_STRIDE) && !seen[code[pc + 1]]) {
+            uint8_t p = code[pc + 1];
+            seen[p] = true;
+            const tilert_arg *a = &args[p];
+            int w = 0;
+            if (at < n && op == TILERT_GOP_ARG) {
+                w = snprintf(b + at, n - at, "%s%s = %lld", at ? ", " : "", mk->params[p].name,
+                             (long long)tilert_meta_wrap((int64_t)a->v.u, (tilert_dtype)mk->params[p].dtype));
+            } else if (at < n) {
+                const char *what = op == TILERT_GOP_SHAPE ? "shape" : "stride";
+                const int64_t *v = op == TILERT_GOP_SHAPE ? a->v.tensor.shape : a->v.tensor.stride;
+                w = snprintf(b + at, n - at, "%s%s.%s [", at ? ", " : "", mk->params[p].name, what);
+                for (int d = 0; d < a->v.tensor.rank && w >= 0 && at + (size_t)w < n; d++)
+                    w += snprintf(b + at + (size_t)w, n - at - (size_t)w, "%s%lld", d ? ", " : "", (long long)v[d]);
+                if (w >= 0 && at + (size_t)w < n) w += snprintf(b + at + (size_t)w, n - at - (size_t)w, "]");
+            }
+            at += w > 0 ? (size_t)w : 0;
+        }
+        pc += step;
+    }
+}
+
+/* The kernel's requires(...) clauses over arguments that passed the type checks. */
+static tilert_status check_requires(const tilert_kernel *k, const tilert_arg *args)
+{
+    const tilert_meta_kernel *mk = k->meta;
+    if (!mk->nrequires) return TILERT_OK;
+    char e[400];
+    int failed;
+    if (tilert_meta_eval_requires(mk, args, k->mod->info.sm_count, &failed, e, sizeof e)) return TILERT_OK;
+    if (failed < 0) return err(TILERT_ERROR_REQUIRES, "kernel '%s': %s", mk->symbol, e);
+    char reads[400];
+    const tilert_meta_require *q = &mk->requires[failed];
+    describe_reads(mk, q->code, q->code_len, args, reads, sizeof reads);
+    return err(TILERT_ERROR_REQUIRES, "kernel '%s': requires(...) does not hold: %s%s%s%s", mk->symbol, q->message,
+               reads[0] ? " (" : "", reads, reads[0] ? ")" : "");
+}
+
 static tilert_status check_args(const tilert_kernel *k, const tilert_arg *args, int nargs, KParams *kp)
 {
     if (!k) return err(TILERT_ERROR_INVALID_VALUE, "kernel is NULL");
@@ -887,7 +977,7 @@ static tilert_status check_args(const tilert_kernel *k, const tilert_arg *args, 
         if (kp) kp->slots[kp->n++] = val;
 #undef BAD
     }
-    return TILERT_OK;
+    return check_requires(k, args);
 }
 
 static tilert_status compute_grid(const tilert_kernel *k, const tilert_arg *args, uint32_t grid[3])
@@ -1021,6 +1111,42 @@ tilert_status tilert_kernel_check(const tilert_kernel *k, const tilert_arg *args
         return tma_prepare_all(k, args, enc, none);
     }
     return TILERT_OK;
+}
+
+/* ---- choosing a specialization ---------------------------------------------------------- */
+
+tilert_status tilert_kernel_select(tilert_kernel *const *ks, int n, const tilert_arg *args, int nargs, int *index)
+{
+    if (!ks || n <= 0 || !index) return err(TILERT_ERROR_INVALID_VALUE, "tilert_kernel_select: no kernels or no index");
+    for (int i = 0; i < n; i++)
+        if (!ks[i]) return err(TILERT_ERROR_INVALID_VALUE, "tilert_kernel_select: kernel %d is NULL", i);
+    int found = -1, second = -1;
+    tilert_status first_s = TILERT_OK;
+    char why[sizeof last_error] = "";
+    size_t used = 0;
+    for (int i = 0; i < n; i++) {
+        tilert_status s = check_args(ks[i], args, nargs, NULL);
+        if (s == TILERT_OK) {
+            if (found < 0) found = i;
+            else if (second < 0) second = i;
+            continue;
+        }
+        if (first_s == TILERT_OK) first_s = s;
+        /* "; SYMBOL: why" per refusal, as much as fits */
+        if (used < sizeof why) {
+            int w = snprintf(why + used, sizeof why - used, "%s%s", used ? "; " : "", last_error);
+            used = w < 0 ? sizeof why : used + (size_t)w;
+        }
+    }
+    if (found >= 0 && second < 0) {
+        *index = found;
+        last_error[0] = 0;
+        return TILERT_OK;
+    }
+    if (found >= 0)
+        return err(TILERT_ERROR_ARG_TYPE, "the arguments do not determine the specialization: '%s' and '%s' both "
+                   "take them (launch one of them by name)", ks[found]->meta->symbol, ks[second]->meta->symbol);
+    return err(first_s, "no specialization takes these arguments: %s", why);
 }
 
 /* ---- launch ---------------------------------------------------------------------------- */

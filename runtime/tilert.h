@@ -114,6 +114,7 @@ typedef enum tilert_status {
     TILERT_ERROR_CONTEXT,         /* launched from another CUDA context than the module's */
     TILERT_ERROR_INSPECT_ONLY,    /* the module was opened for inspection, without a device */
     TILERT_ERROR_CUDA,            /* any other driver error; the message carries the driver's */
+    TILERT_ERROR_REQUIRES,        /* the arguments break a requires(cond, "message") clause of the kernel */
     TILERT_STATUS_COUNT
 } tilert_status;
 
@@ -222,6 +223,13 @@ typedef struct tilert_kernel tilert_kernel;  /* owned by its module */
  * not kept: the caller may free it on return. */
 TILERT_API tilert_status tilert_module_load_data(const void *image, size_t size, tilert_module **out);
 TILERT_API tilert_status tilert_module_load_file(const char *path, tilert_module **out);
+/* Of n images of one module compiled for several archs (sm_80, sm_89, sm_90a...), loads the
+ * one for the current device (the device of the current context, else device 0): the newest
+ * SM version that runs on it (tilert_module_check_arch), an arch-specific one (sm_90a) before
+ * the plain one of its version.  *chosen (may be NULL) is its index.  None runs there:
+ * TILERT_ERROR_ARCH_MISMATCH listing the archs there are. */
+TILERT_API tilert_status tilert_module_load_best(const void *const *images, const size_t *sizes, int n,
+                                                 tilert_module **out, int *chosen);
 /* The same checks, no driver: the module can be listed, its kernels'
  * arguments checked and grids computed, but not launched. */
 TILERT_API tilert_status tilert_module_inspect_data(const void *image, size_t size, tilert_module **out);
@@ -273,15 +281,24 @@ TILERT_API tilert_status tilert_kernel_param_tma(const tilert_kernel *k, int i, 
 /* Specialization value i as text: name "BLOCK", value "1024". */
 TILERT_API tilert_status tilert_kernel_spec(const tilert_kernel *k, int i, const char **name, const char **value);
 
-/* Checks args against the metadata and computes the grid from them (unused
- * dims are 1), without the driver.  TILERT_OK with grid {0,..} means an empty
+/* Checks args against the metadata (types, then the kernel's requires(...)
+ * clauses: TILERT_ERROR_REQUIRES with the clause's message) and computes the
+ * grid from them (unused dims are 1), without the driver.  TILERT_OK with grid {0,..} means an empty
  * launch (some dimension is 0).  The TMA rules are checked too, unless the
  * launch is empty (with grid NULL, as for a launch that is not); a tensor whose
  * descriptors are optional passes whatever they say. */
 TILERT_API tilert_status tilert_kernel_check(const tilert_kernel *k, const tilert_arg *args, int nargs,
                                              uint32_t grid[3]);
 
-/* Checks the arguments, computes the grid from the metadata and launches on
+/* Of n kernels (specializations of one kernel, say), the one whose parameters
+ * take args (the check of tilert_kernel_check, without grid and TMA): TILERT_OK
+ * with *index when exactly one does.  When none does, the first refusal's
+ * status, with every kernel's reason in the message; when several do,
+ * TILERT_ERROR_ARG_TYPE naming two of them (the arguments do not determine it). */
+TILERT_API tilert_status tilert_kernel_select(tilert_kernel *const *ks, int n, const tilert_arg *args, int nargs,
+                                              int *index);
+
+/* Checks the arguments (and the requires(...) clauses), computes the grid from the metadata and launches on
  * `stream` (a CUstream or cudaStream_t; NULL: the legacy default stream).
  * A grid with a zero dimension launches nothing and returns TILERT_OK. */
 TILERT_API tilert_status tilert_launch(tilert_kernel *k, void *stream, const tilert_arg *args, int nargs);

@@ -193,25 +193,77 @@ def fp8_quant():
           X, 2.0 ** -4, 2.0 ** -9 * max(S))
 
 
-def attention():
-    B, H, D = 2, 2, 32
-    for Sq, Skv, causal in ((50, 70, 0), (50, 50, 1), (37, 37, 1)):
-        sc = 1 / math.sqrt(D)
-        shape = lambda s: "[%d,%d,%d,%d]" % (B, H, s, D)
-        r = run("attention.tile", "flash_attn_fwd",
-                ["Q=bf16" + shape(Sq), "K=bf16" + shape(Skv), "V=bf16" + shape(Skv), "O=bf16" + shape(Sq),
-                 "sm_scale=%r" % sc, "causal=%d" % causal], ["Q", "K", "V", "O"], ["D=32", "BM=32", "BN=16"])
-        Q, Kt, V = r["Q"], r["K"], r["V"]
-        ref = []
-        for bh in range(B * H):
-            qb, kb = bh * Sq * D, bh * Skv * D
+def attn_ref(Q, K, V, Sq, Skv, Hq, Hkv, D, sc, causal, qoff=lambda b, h, i: 0, koff=lambda b, h, j: 0, B=1):
+    """O and LSE (natural log) per (b, h, i) in float64; qoff/koff give the element offset of a row."""
+    O, L = [], []
+    for b in range(B):
+        for h in range(Hq):
+            hk = h // (Hq // Hkv)
             for i in range(Sq):
-                s = [-math.inf if causal and j > i else
-                     sc * sum(Q[qb + i * D + d] * Kt[kb + j * D + d] for d in range(D)) for j in range(Skv)]
+                q = qoff(b, h, i)
+                s = [sc * sum(Q[q + d] * K[koff(b, hk, j) + d] for d in range(D))
+                     for j in range(Skv) if not causal or j <= i + Skv - Sq]
+                if not s:  # no key seen: 0 and -inf
+                    O += [0.0] * D
+                    L.append(-math.inf)
+                    continue
                 m = max(s)
                 p = [math.exp(x - m) for x in s]
-                ref += [sum(p[j] * V[kb + j * D + d] for j in range(Skv)) / sum(p) for d in range(D)]
-        close("flash_attn_fwd Sq=%d Skv=%d causal=%d" % (Sq, Skv, causal), r["O"], ref, 2e-2, 2e-2)
+                O += [sum(p[j] * V[koff(b, hk, j) + d] for j in range(len(p))) / sum(p) for d in range(D)]
+                L.append(m + math.log(sum(p)))
+    return O, L
+
+
+def attention():
+    """flash_attn_fwd(_lse) at ragged Sq != Skv, causal (bottom-right) and not, GQA ratios 1, 4 and Hq
+    (MQA), rows that see no key; flash_attn_varlen_fwd with empty and one-token sequences."""
+    D, d = 64, ["D=64", "BM=32", "BN=16"]
+    sc = 1 / math.sqrt(D)
+    tol = {"bf16": (2e-2, 2e-2), "f16": (4e-3, 4e-3)}
+    for T, B, Hq, Hkv, Sq, Skv, causal, lse in (
+            ("bf16", 2, 2, 2, 50, 70, 0, 0), ("bf16", 1, 2, 2, 37, 37, 1, 0), ("bf16", 1, 8, 2, 17, 33, 1, 0),
+            ("bf16", 1, 4, 1, 20, 45, 0, 0), ("bf16", 1, 2, 2, 40, 20, 1, 0), ("bf16", 1, 2, 1, 1, 1, 0, 0),
+            ("f16", 1, 4, 4, 33, 18, 0, 0), ("bf16", 1, 4, 1, 33, 47, 1, 1), ("f16", 1, 8, 2, 19, 50, 0, 1),
+            ("bf16", 1, 2, 2, 40, 17, 1, 1)):
+        qs, ks = "[%d,%d,%d,%d]" % (B, Hq, Sq, D), "[%d,%d,%d,%d]" % (B, Hkv, Skv, D)
+        args = ["Q=%s%s" % (T, qs), "K=%s%s" % (T, ks), "V=%s%s" % (T, ks), "O=%s%s" % (T, qs)]
+        if lse:
+            args.append("LSE=f32[%d,%d,%d]" % (B, Hq, Sq))
+        kernel = "flash_attn_fwd_lse" if lse else "flash_attn_fwd"
+        r = run("attention.tile", kernel, args + ["sm_scale=%r" % sc, "causal=%d" % causal],
+                ["Q", "K", "V", "O"] + (["LSE"] if lse else []), d + ["T=" + T])
+        O, L = attn_ref(r["Q"], r["K"], r["V"], Sq, Skv, Hq, Hkv, D, sc, causal,
+                        lambda b, h, i: ((b * Hq + h) * Sq + i) * D, lambda b, h, j: ((b * Hkv + h) * Skv + j) * D, B)
+        name = "%s T=%s B=%d Hq=%d Hkv=%d Sq=%d Skv=%d causal=%d" % (kernel, T, B, Hq, Hkv, Sq, Skv, causal)
+        close(name, r["O"], O, *tol[T])
+        if lse:
+            close(name + " LSE", [x if x != -math.inf else -1e30 for x in r["LSE"]],
+                  [x if x != -math.inf else -1e30 for x in L], 1e-2, 1e-2)
+    # varlen: empty, one-token and ragged sequences, a query-only sequence with no keys
+    for Hq, Hkv, lq, lk, causal in ((4, 2, [0, 1, 17, 5, 3], [3, 1, 20, 0, 40], 1),
+                                    (2, 2, [9, 0, 1, 33], [1, 4, 26, 33], 0)):
+        cq, ck = [0], [0]
+        for a, b in zip(lq, lk):
+            cq.append(cq[-1] + a)
+            ck.append(ck[-1] + b)
+        npy_write(tmpfile("cuq.npy"), "<i4", [len(cq)], cq)
+        npy_write(tmpfile("cuk.npy"), "<i4", [len(ck)], ck)
+        tq, tk = cq[-1], ck[-1]
+        r = run("attention.tile", "flash_attn_varlen_fwd",
+                ["Q=bf16[%d,%d,%d]" % (tq, Hq, D), "K=bf16[%d,%d,%d]" % (tk, Hkv, D), "V=bf16[%d,%d,%d]" % (tk, Hkv, D),
+                 "O=bf16[%d,%d,%d]" % (tq, Hq, D), "cu_seqlens_q=" + tmpfile("cuq.npy"),
+                 "cu_seqlens_k=" + tmpfile("cuk.npy"), "max_seqlen_q=%d" % max(lq), "max_seqlen_k=%d" % max(lk),
+                 "sm_scale=%r" % sc, "causal=%d" % causal], ["Q", "K", "V", "O"], d)
+        ref = [0.0] * (tq * Hq * D)
+        for b in range(len(lq)):
+            O, _ = attn_ref(r["Q"], r["K"], r["V"], lq[b], lk[b], Hq, Hkv, D, sc, causal,
+                            lambda _b, h, i: ((cq[b] + i) * Hq + h) * D, lambda _b, h, j: ((ck[b] + j) * Hkv + h) * D)
+            for h in range(Hq):
+                for i in range(lq[b]):
+                    for e in range(D):
+                        ref[((cq[b] + i) * Hq + h) * D + e] = O[(h * lq[b] + i) * D + e]
+        close("flash_attn_varlen_fwd Hq=%d Hkv=%d q=%s k=%s causal=%d" % (Hq, Hkv, lq, lk, causal), r["O"], ref,
+              2e-2, 2e-2)
 
 
 def rmsnorm_ref(X, W, M, N, eps):

@@ -4,7 +4,7 @@
 #   run(command="cd .gpu && ./gpu-check 2>&1 | tee $OUT/log", carry=[".gpu"])
 # Contents: tilec linked statically against LLVM (runs on the GPU machine without
 # LLVM installed), libtilert and the GPU test programs, libcmocka.so.0, the cubins of
-# every example and stdlib kernel, the test inputs, bench/ (bench.py and gemm.py, the GEMM bench
+# every example and stdlib kernel, the test inputs, python/ (the tilec package), bench/ (bench.py and gemm.py, the GEMM bench
 # of issue 4, which compiles its own per-shape specializations there with bin/tilec), and gpu-check.
 # The GEMM bench alone, its table under $OUT:
 #   run(command="cd .gpu && OUT=$OUT GPU_CHECK_BENCH_ONLY=1 BENCH_GEMM=1 ./gpu-check 2>&1 | tail -c 11000",
@@ -26,6 +26,9 @@ cp -L /usr/lib/x86_64-linux-gnu/libcmocka.so.0 "$stage/lib/"
 cp -r "$root/examples" "$root/stdlib" "$stage/src/"
 cp -r "$root/tests/gpu" "$stage/src/gpu"
 cp "$root/tests/interp/builtins.tile" "$stage/src/gpu/builtins.tile"
+mkdir -p "$stage/src/driver" && cp -r "$root/tests/driver/inputs" "$stage/src/driver/inputs"
+# the Python package (bench/*.py and src/gpu/test_python_torch.py import it from here)
+cp -r "$root/python" "$stage/python"
 cp -L "$build"/runtime/libtilert.so* "$stage/lib/"
 [ -d "$root/bench" ] && cp -r "$root/bench" "$stage/"
 [ -f "$stage/bench/gemm.py" ] || { echo "gpu-bundle.sh: bench/gemm.py missing from the bundle" >&2; exit 1; }

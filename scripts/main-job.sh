@@ -2,9 +2,11 @@
 # main-job.sh [BUILD_DIR]: the main job, on an existing build (scripts/main.sh builds first).
 #   1. compiles every examples/*.tile and stdlib/*.tile to tile IR, an sm_90a cubin and a C
 #      header with the cubin embedded:
-#        tilec FILE --emit=ir -o BUILD_DIR/ir/{examples,stdlib}/NAME.tir
-#        tilec FILE --emit=cubin -o BUILD_DIR/cubin/{examples,stdlib}/NAME.cubin
-#        tilec FILE --emit=header --embed -o BUILD_DIR/include/{examples,stdlib}/NAME.h
+#        tilec FILE --emit=ir -o BUILD_DIR/main-job/ir/{examples,stdlib}/NAME.tir
+#        tilec FILE --emit=cubin -o BUILD_DIR/main-job/cubin/{examples,stdlib}/NAME.cubin
+#        tilec FILE --emit=header --embed -o BUILD_DIR/main-job/include/{examples,stdlib}/NAME.h
+#      (everything the job writes is under BUILD_DIR/main-job/, logs in BUILD_DIR/main-job/logs/:
+#      the job never touches the CMake build folders of BUILD_DIR, such as BUILD_DIR/ir)
 #   2. runs every example in the reference interpreter on random data, once per line of its
 #      sidecar examples/NAME.run:
 #        KERNEL [-D NAME=VALUE]... [--grid X,Y,Z] ARG...
@@ -20,11 +22,12 @@ build=${1:-$root/build}
 build=$(cd "$build" && pwd) || { echo "main-job.sh: no build folder '$1'" >&2; exit 1; }
 tilec=$build/tools/tilec
 [ -x "$tilec" ] || { echo "main-job.sh: $tilec not found: build first (scripts/main.sh)" >&2; exit 1; }
-irdir=$build/ir
-logdir=$build/main-job
-cubindir=$build/cubin
-incdir=$build/include
-rm -rf "$irdir" "$logdir" "$cubindir" "$incdir"
+outdir=$build/main-job
+irdir=$outdir/ir
+logdir=$outdir/logs
+cubindir=$outdir/cubin
+incdir=$outdir/include
+rm -rf "$outdir"
 mkdir -p "$irdir/examples" "$irdir/stdlib" "$cubindir/examples" "$cubindir/stdlib" "$incdir/examples" \
   "$incdir/stdlib" "$logdir"
 cd "$root" || exit 1

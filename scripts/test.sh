@@ -6,6 +6,8 @@
 #                replay the seed corpus tests/fuzz/corpus (ctest -L fuzz)
 #   4. main:     the main job (scripts/main-job.sh) on the -Werror build: every examples/ and
 #                stdlib/ kernel must compile to IR and every example must run in the interpreter
+#                (its outputs go to build-ci-werror/main-job/); then `cmake --install` of that
+#                build into a temporary prefix must still work (the job leaves CMake's folders alone)
 #   5. stdlib:   scripts/check-stdlib.py on the -Werror build: every stdlib kernel in the
 #                interpreter against a float64 reference (needs python3; shown as SKIPPED without)
 # Every step runs even when an earlier one failed; a summary comes last and the
@@ -59,11 +61,14 @@ for s in $steps; do
       t0=$SECONDS
       echo
       echo "==== test.sh: main: the main job on build-ci-werror"
-      if [ -x "$root/build-ci-werror/tools/tilec" ] && "$root/scripts/main-job.sh" "$root/build-ci-werror"; then
+      prefix=$(mktemp -d)
+      if [ -x "$root/build-ci-werror/tools/tilec" ] && "$root/scripts/main-job.sh" "$root/build-ci-werror" &&
+         cmake --install "$root/build-ci-werror" --prefix "$prefix" >/dev/null; then
         r=PASS
       else
         r=FAIL
       fi
+      rm -rf "$prefix"
       names+=(main); results+=("$r"); times+=("$((SECONDS - t0))s") ;;
     stdlib)
       t0=$SECONDS

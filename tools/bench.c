@@ -330,7 +330,7 @@ int bench_main(int argc, char **argv)
         Source s;
         IrModule *m = NULL;
         rc = 1;
-        if (source_open(&s, &ro.drv) && (m = driver_build_ir(&s, &ro.drv)) != NULL) rc = bench_kernel(&ro, &s, m);
+        if (source_open(&s, &ro.drv) && driver_compile(&s, &ro.drv, &m, DRIVER_IR, NULL)) rc = bench_kernel(&ro, &s, m);
         driver_free_ir(&s, m);
         source_close(&s);
     }

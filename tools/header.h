@@ -13,14 +13,32 @@
  *                                   grid of K's grid(...) clause
  *   K_launch_grid(stream, grid, PARAMS...)   the same with an explicit grid
  *
- * K is the kernel's source name, or its symbol where the module holds several
- * specializations of one kernel.  Parameters keep their source names (one that
- * is a C or C++ keyword, or `stream`/`grid`, gains a trailing '_').
+ * K is the kernel's source name.  Where the module holds several
+ * specializations of one kernel (--spec, or a .tir), each is K__P_V... for the
+ * compile-time parameters P whose values V differ among them (gemm__BN_128);
+ * and where only type parameters differ and every specialization has the same
+ * C signature, K_launch and K_launch_grid also exist and launch the one that
+ * takes the arguments (tilert_kernel_select: by the tensors' dtypes).
+ * Parameters keep their source names (one that is a C or C++ keyword, or
+ * `stream`/`grid`, gains a trailing '_').
+ *
+ * --arch=A,B,... (with --embed or --embed-c): one cubin per arch, MODULE_tilec_image_A()...;
+ * the module loads the one for the device (tilert_module_load_best).
+ *
+ * --embed-c=FILE.c: the cubin's bytes go to FILE.c (MODULE_tilec_cubin,
+ * MODULE_tilec_cubin_size), which the program compiles once; the header only
+ * declares them, so a translation unit including it compiles fast.
  */
 #ifndef TILEC_HEADER_H
 #define TILEC_HEADER_H
 
 #include "../ir/ir.h"
+
+typedef struct HeaderImage {   /* one cubin of a header that carries several archs */
+    const char *arch;
+    const void *cubin;
+    size_t len;
+} HeaderImage;
 
 typedef struct HeaderOpts {
     const char *module_name;    /* prefix of the module functions; made a C identifier if it is not one */
@@ -32,6 +50,10 @@ typedef struct HeaderOpts {
     size_t cubin_len;
     const char *cubin_path;     /* without --embed: the default file to load */
     const char *tilec_version;
+    const char *embed_c;        /* --embed-c: the .c that holds the cubin (NULL: the header holds it) */
+    StrBuf *embed_c_out;        /* with embed_c: receives that .c's text */
+    const HeaderImage *images;  /* nimages > 1: one cubin per arch (cubin is images[0]'s), the loader */
+    uint32_t nimages;           /* picks the device's (tilert_module_load_best); arch names them all */
 } HeaderOpts;
 
 /* Appends the header for every kernel of m.  False (after an error in d) when

@@ -6,7 +6,7 @@
  *
  * Steps:
  *   1. Parse the command line (usage errors: exit 2).
- *   2. Build the IR exactly as `tilec FILE` does (driver_build_ir), and pick the kernel.
+ *   2. Build the IR exactly as `tilec FILE` does (driver_compile to DRIVER_IR), and pick the kernel.
  *   3. Bind every ARG to its parameter: NAME=PATH.npy and NAME=DTYPE[d0,...]
  *      give a buffer (ptr<T>: the flat array; tensor<T, N>: shape and C-order
  *      strides of the array), NAME=VALUE a scalar.  Every mismatch is reported,
@@ -15,7 +15,7 @@
  *   5. --interp: interpret; the buffers are the arrays' own bytes, so narrow
  *      types stay bit-exact.
  *      --device: open the GPU (its arch, unless --arch), compile the kernel to
- *      a cubin in process (driver_codegen), load it through libtilert, copy the
+ *      a cubin in process (driver_compile, resumed), load it through libtilert, copy the
  *      buffers to the device, launch, wait, copy them back (device.c).
  *   6. Write each --out buffer in the dtype and shape it came in.
  * `tilec bench` (bench.c) shares steps 1 to 3 and the device side.
@@ -76,6 +76,7 @@ static const char run_usage_tail[] =
     "  --fast-math              (--device) approximate math and f32 division on the GPU\n"
     "  --dump-after=NAME|all    print the IR after pass NAME (or every pass) to stderr\n"
     "  --ir-dump-dir=DIR        write those dumps to files in DIR instead\n"
+    "  --remarks=NAME,...|all   explain the compiler's choices (see tilec --help)\n"
     "  --diagnostics-color=auto|always|never\n"
     "                           colour in error messages\n"
     "  -v                       print each stage, the bindings and the grid to stderr\n"
@@ -104,7 +105,7 @@ static const char bench_usage_text[] =
     "  --seed N                 the seed of the random arguments (default 1)\n"
     "  -D NAME=VALUE            set a compile-time parameter; repeatable\n"
     "  -O0..-O3, --arch=ARCH, -g, --no-lineinfo, --fast-math, --pass=..., --dump-after=...,\n"
-    "  --ir-dump-dir=...\n"
+    "  --ir-dump-dir=..., --remarks=...\n"
     "                           as for tilec run\n"
     "  -v                       also print ptxas's report for the kernel (registers, spills)\n"
     "  -h, --help               print this help\n";
@@ -707,6 +708,8 @@ void run_args_free(KernelArgs *ka)
 
 bool run_grid(const RunOpts *ro, const KernelArgs *ka, uint32_t grid[3], Diag *d)
 {
+    /* the kernel's contracts hold for any launch, with its grid or another */
+    if (!interp_requires(ka->f, ka->args, d)) return false;
     if (ro->has_grid) {
         memcpy(grid, ro->grid, sizeof ro->grid);
         return true;
@@ -756,7 +759,7 @@ bool run_device_prepare(RunOpts *ro, Source *s, IrModule *m, DevSession *ds)
                 ds->info.ordinal, ds->info.name, ds->info.cc_major, ds->info.cc_minor, ds->info.sm_count,
                 ro->drv.arch->name);
     CgResult r;
-    if (!driver_codegen(s, m, &ro->drv, CG_EMIT_CUBIN, &r)) return false;
+    if (!driver_compile(s, &ro->drv, &m, DRIVER_CUBIN, &r)) return false;
     bool ok = dev_load(ds, r.cubin, r.cubin_len, m->funcs[0]->name, d);
     cg_result_free(&r);
     return ok;
@@ -911,7 +914,7 @@ int run_main(int argc, char **argv)
         Source s;
         IrModule *m = NULL;
         rc = 1;
-        if (source_open(&s, &ro.drv) && (m = driver_build_ir(&s, &ro.drv)) != NULL) rc = run_kernel(&ro, &s, m);
+        if (source_open(&s, &ro.drv) && driver_compile(&s, &ro.drv, &m, DRIVER_IR, NULL)) rc = run_kernel(&ro, &s, m);
         driver_free_ir(&s, m);
         source_close(&s);
     }

@@ -10,7 +10,7 @@ check 2 err "unknown GPU arch '--arch='" "$TILEC" "$vadd" --arch=
 check 2 err "option '--arch' needs a value" "$TILEC" "$vadd" --arch
 check 2 err "unknown optimization level '-O4' (use -O0, -O1, -O2 or -O3)" "$TILEC" "$vadd" -O4
 check 2 err "unknown optimization level '-Ofast'" "$TILEC" "$vadd" -Ofast
-check 2 err "--emit wants tokens, ast, ir, llvm, ptx, cubin or header, not 'sass'" "$TILEC" "$vadd" --emit=sass
+check 2 err "--emit wants tokens, ast, ir, llvm, ptx, cubin, header or meta, not 'sass'" "$TILEC" "$vadd" --emit=sass
 check 2 err "--embed goes with --emit=header" "$TILEC" "$vadd" --emit=cubin --embed
 check 2 err "--cubin-path goes with --emit=header" "$TILEC" "$vadd" --cubin-path=x.cubin
 check 2 err "--module-name goes with --emit=header" "$TILEC" "$vadd" --module-name=m

@@ -33,4 +33,43 @@ args="A=f8e4m3[65,400] As=f32[65,4] B=f8e4m3[70,400] Bs=f32[1,4] C=bf16[65,70] -
 check 0 out "" "$TILEC" run bs.tir --interp $args --out C=p.npy
 check 0 out "" "$TILEC" run "$fp8" --kernel fp8_gemm_blockscale -D BM=64 -D BN=64 --interp $args --out C=o.npy
 check 0 out "" "$MKNPY" check copy p.npy o.npy
+# attention: two dots per iteration (K through trans into Q K^T, V into P V), 4-d views whose
+# blocks are boxes over the last two dims, the offsets moving along dim 2; ragged key counts,
+# Sq != Skv, causal or not, and a key loop shorter than the pipeline (17 keys, one block)
+attn=$src/stdlib/attention.tile
+check 0 out "" "$TILEC" "$attn" --arch=sm_90a --kernel flash_attn_fwd -D D=64 -D BM=64 -D BN=32 --pass=$passes --emit=ir -o fa.tir
+# two key loops (the blocks below the diagonal, then the ones that straddle it), each with a
+# prologue load and a steady-state load per operand
+[ "$(grep -c "async_load %K" fa.tir)" -eq 4 ] && [ "$(grep -c "async_load %V" fa.tir)" -eq 4 ] ||
+  fail "flash_attn_fwd: K and V were not both pipelined"
+grep -q "smem_alloc : smem<bf16>\[2, 32, 64\]" fa.tir || fail "flash_attn_fwd: no 2-stage buffer of [32, 64] tiles"
+for c in "70 100 0" "70 100 1" "100 70 1" "33 17 0"; do
+  set -- $c
+  args="Q=bf16[1,2,$1,64] K=bf16[1,2,$2,64] V=bf16[1,2,$2,64] O=bf16[1,2,$1,64] sm_scale=0.125 causal=$3 --seed $2"
+  check 0 out "" "$TILEC" run fa.tir --interp $args --out O=p.npy
+  check 0 out "" "$TILEC" run "$attn" --kernel flash_attn_fwd -D D=64 -D BM=64 -D BN=32 --interp $args --out O=o.npy
+  check 0 out "" "$MKNPY" check copy p.npy o.npy
+done
+
+# grouped GEMM: a 3-d weight view (box [1, BN, BK]) pipelined beside the 2-d A
+npy_i32() { # PATH VALUES...: a 1-d int32 .npy
+  local path=$1 h="{'descr': '<i4', 'fortran_order': False, 'shape': ($(($# - 1)),), }"
+  shift
+  while [ $(((10 + ${#h} + 1) % 64)) -ne 0 ]; do h="$h "; done
+  local n=$((${#h} + 1))
+  {
+    printf '\x93NUMPY\x01\x00'
+    printf "\\x$(printf %02x $((n & 255)))\\x$(printf %02x $((n >> 8)))"
+    printf '%s\n' "$h"
+    for v in "$@"; do printf "\\x$(printf %02x $((v & 255)))\\x$(printf %02x $(((v >> 8) & 255)))\\x00\\x00"; done
+  } >"$path"
+}
+moe=$src/stdlib/moe.tile
+npy_i32 off.npy 0 40 100
+check 0 out "" "$TILEC" "$moe" --arch=sm_90a --kernel moe_grouped_gemm -D BM=64 -D BN=64 --pass=$passes --emit=ir -o moe.tir
+grep -q "async_load %W" moe.tir || fail "moe_grouped_gemm: the 3-d W load was not pipelined"
+args="A=bf16[100,200] W=bf16[2,72,200] offsets=off.npy C=bf16[100,72] max_rows=60 --seed 4"
+check 0 out "" "$TILEC" run moe.tir --interp $args --out C=p.npy
+check 0 out "" "$TILEC" run "$moe" --kernel moe_grouped_gemm -D BM=64 -D BN=64 --interp $args --out C=o.npy
+check 0 out "" "$MKNPY" check copy p.npy o.npy
 finish

@@ -10,7 +10,7 @@ check 2 err "unknown option '-q'" "$TILEC" "$vadd" -q
 check 2 err "option '-o' needs a value" "$TILEC" "$vadd" -o
 check 2 err "needs a value" "$TILEC" "$vadd" --emit
 check 2 err "more than one input file" "$TILEC" "$vadd" "$vadd"
-check 2 err "--emit wants tokens, ast, ir, llvm, ptx, cubin or header, not 'bytes'" "$TILEC" "$vadd" --emit=bytes
+check 2 err "--emit wants tokens, ast, ir, llvm, ptx, cubin, header or meta, not 'bytes'" "$TILEC" "$vadd" --emit=bytes
 check 2 err "-D wants NAME=VALUE, not 'BLOCK'" "$TILEC" "$vadd" -D BLOCK
 check 2 err "-D wants NAME=VALUE, not '1X=3'" "$TILEC" "$vadd" -D1X=3
 check 2 err "-D wants NAME=VALUE, not 'BLOCK='" "$TILEC" "$vadd" -DBLOCK=

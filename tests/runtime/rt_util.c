@@ -211,11 +211,11 @@ uint8_t *rt_test_meta(const char *arch, uint32_t extra_smem, bool ghost, size_t 
     static const tilert_meta_param sm_p[] = {{"out", TILERT_PARAM_PTR, TILERT_F32, 0, 0, NULL, 0},
                                              {"n", TILERT_PARAM_SCALAR, TILERT_I32, 0, 0, NULL, 0}};
     tilert_meta_kernel k[4] = {
-        {"vadd", "vadd", sm, fl, 1, 8, 0, 0, 4, 1, sizeof vadd_code, vadd_p, vadd_s, vadd_code},
-        {"rowscale", "rowscale", sm, fl, 1, 4, 0, 0, 3, 0, sizeof rowscale_code, rs_p, NULL, rowscale_code},
+        {"vadd", "vadd", sm, fl, 1, 8, 0, 0, 4, 1, sizeof vadd_code, vadd_p, vadd_s, vadd_code, 0, NULL},
+        {"rowscale", "rowscale", sm, fl, 1, 4, 0, 0, 3, 0, sizeof rowscale_code, rs_p, NULL, rowscale_code, 0, NULL},
         {"smem_big", "smem_big", sm, fl, 1, 4, 0, extra_smem ? extra_smem : 100000, 2, 0, sizeof smem_code, sm_p,
-         NULL, smem_code},
-        {"ghost", "ghost", sm, fl, 0, 1, 0, 0, 0, 0, 0, NULL, NULL, NULL},
+         NULL, smem_code, 0, NULL},
+        {"ghost", "ghost", sm, fl, 0, 1, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, NULL},
     };
     uint8_t *out;
     char err[200];
@@ -342,8 +342,8 @@ uint8_t *rt_tma_meta(const char *arch, size_t *len)
     static const tilert_meta_param rps[] = {{"A", TILERT_PARAM_TENSOR, TILERT_F32, 2, 1, descs,
                                              TILERT_META_PARAM_TMA_OPTIONAL},
                                             {"out", TILERT_PARAM_PTR, TILERT_I32, 0, 0, NULL, 0}};
-    tilert_meta_kernel k[2] = {{"tma_tile", "tma_tile", sm, fl, 2, 4, 0, 0, 3, 0, sizeof code, ps, NULL, code},
-                               {"tma_ready", "tma_ready", sm, fl, 0, 1, 0, 0, 2, 0, 0, rps, NULL, NULL}};
+    tilert_meta_kernel k[2] = {{"tma_tile", "tma_tile", sm, fl, 2, 4, 0, 0, 3, 0, sizeof code, ps, NULL, code, 0, NULL},
+                               {"tma_ready", "tma_ready", sm, fl, 0, 1, 0, 0, 2, 0, 0, rps, NULL, NULL, 0, NULL}};
     uint8_t *out;
     char err[400];
     if (!tilert_meta_write(k, 2, &out, len, err, sizeof err)) {

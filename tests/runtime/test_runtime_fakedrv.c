@@ -3,7 +3,8 @@
  * CUtensorMap parameters go in the kernel ABI and what they were built from, the
  * tensor-map cache (hits, ping-pong buffers, misses), the driver's own refusal
  * passed on with its message, no map built for an empty or refused launch, and
- * zero maps instead of an error for a tensor whose descriptors are optional. */
+ * zero maps instead of an error for a tensor whose descriptors are optional, and
+ * requires(...) clauses refusing a launch before the driver sees it. */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 
 #include "rt_util.h"
 #include "tilert.h"
+#include "meta.h"
 #include "tma.h"
 
 static int *fake_encodes, *fake_launches;
@@ -260,6 +262,126 @@ static void test_plain_abi(void **state)
     free(meta);
 }
 
+/* tilert_module_load_best on the fake device (compute capability 9.0): of images for several archs,
+ * the newest that runs there, sm_90a before sm_90; none that runs is an error naming them all. */
+static uint8_t *image_for(const char *arch, unsigned sm, size_t *len)
+{
+    size_t mlen;
+    uint8_t *meta = rt_test_meta(arch, 0, false, &mlen);
+    RtElfOpts o = rt_elf_opts(sm);
+    uint8_t *img = rt_make_elf(meta, mlen, &o, len);
+    free(meta);
+    return img;
+}
+
+static void test_load_best(void **state)
+{
+    (void)state;
+    size_t l80, l89, l90, l90a;
+    uint8_t *i80 = image_for("sm_80", 80, &l80), *i89 = image_for("sm_89", 89, &l89);
+    uint8_t *i90 = image_for("sm_90", 90, &l90), *i90a = image_for("sm_90a", 90, &l90a);
+    tilert_module *m = NULL;
+    int chosen = -1;
+    const void *all[] = {i80, i90a, i89, i90};
+    const size_t all_len[] = {l80, l90a, l89, l90};
+    expect(tilert_module_load_best(all, all_len, 4, &m, &chosen), TILERT_OK, NULL);
+    assert_int_equal(chosen, 1);
+    assert_string_equal(tilert_module_arch(m), "sm_90a");
+    tilert_kernel *k;
+    expect(tilert_kernel_get(m, "vadd", &k), TILERT_OK, NULL);
+    tilert_module_unload(m);
+    const void *plain[] = {i80, i90};
+    const size_t plain_len[] = {l80, l90};
+    expect(tilert_module_load_best(plain, plain_len, 2, &m, &chosen), TILERT_OK, NULL);
+    assert_int_equal(chosen, 1);
+    assert_string_equal(tilert_module_arch(m), "sm_90");
+    tilert_module_unload(m);
+    const void *old[] = {i80, i89};
+    const size_t old_len[] = {l80, l89};
+    expect(tilert_module_load_best(old, old_len, 2, &m, &chosen), TILERT_ERROR_ARCH_MISMATCH,
+           "none of the cubins (sm_80, sm_89) runs on this GPU");
+    assert_null(m);
+    size_t bad_len = 16;
+    const void *bad[] = {i90a, "not a cubin at all"};
+    const size_t bad_lens[] = {l90a, bad_len};
+    expect(tilert_module_load_best(bad, bad_lens, 2, &m, NULL), TILERT_ERROR_INVALID_IMAGE,
+           "tilert_module_load_best: image 1:");
+    expect(tilert_module_load_best(all, all_len, 0, &m, NULL), TILERT_ERROR_INVALID_VALUE, "no images");
+    free(i80);
+    free(i89);
+    free(i90);
+    free(i90a);
+}
+
+/* A kernel with requires(...) clauses: every launch path refuses arguments that break
+ * one, with TILERT_ERROR_REQUIRES, the clause's message and the values it read, before
+ * the driver is asked anything.
+ *   gqa(Q: tensor<bf16, 4>, K: tensor<bf16, 4>, n: i32) grid(Q.shape[2])
+ *     requires(Q.shape[1] % K.shape[1] == 0, "Hq must be a multiple of Hkv")
+ *     requires(n >= 1, "n must be positive") */
+static void test_requires_launch(void **state)
+{
+    (void)state;
+    uint16_t sm;
+    uint8_t fl;
+    assert_true(tilert_meta_parse_arch("sm_90a", &sm, &fl));
+    static const tilert_meta_param ps[] = {{"Q", TILERT_PARAM_TENSOR, TILERT_BF16, 4, 0, NULL, 0},
+                                           {"K", TILERT_PARAM_TENSOR, TILERT_BF16, 4, 0, NULL, 0},
+                                           {"n", TILERT_PARAM_SCALAR, TILERT_I32, 0, 0, NULL, 0}};
+    static const uint8_t grid[] = {TILERT_GOP_SHAPE, 0, 2};
+    static const uint8_t r0[] = {TILERT_GOP_SHAPE, 0, 1, TILERT_GOP_SHAPE, 1, 1, TILERT_GOP_REM,
+                                 TILERT_GOP_PUSH, 0, 0, 0, 0, 0, 0, 0, 0, TILERT_GOP_EQ};
+    static const uint8_t r1[] = {TILERT_GOP_ARG, 2, TILERT_GOP_PUSH, 1, 0, 0, 0, 0, 0, 0, 0, TILERT_GOP_GE};
+    static const tilert_meta_require rq[] = {{"Hq must be a multiple of Hkv", r0, sizeof r0},
+                                             {"n must be positive", r1, sizeof r1}};
+    tilert_meta_kernel mk = {"gqa", "gqa", sm, fl, 1, 4, 0, 0, 3, 0, sizeof grid, ps, NULL, grid, 2, rq};
+    uint8_t *meta;
+    size_t mlen, len;
+    char e[200];
+    if (!tilert_meta_write(&mk, 1, &meta, &mlen, e, sizeof e)) fail_msg("%s", e);
+    RtElfOpts o = rt_elf_opts(90);
+    uint8_t *img = rt_make_elf(meta, mlen, &o, &len);
+    tilert_module *m = NULL;
+    expect(tilert_module_load_data(img, len, &m), TILERT_OK, NULL);
+    tilert_kernel *k;
+    expect(tilert_kernel_get(m, "gqa", &k), TILERT_OK, NULL);
+    static const uint32_t sizes[] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 4};
+    fake_set_param_sizes(sizes, 19);
+    int64_t qs[4] = {2, 16, 77, 64}, ks[4] = {2, 4, 300, 64}, bad[4] = {2, 3, 300, 64}, none[4] = {2, 0, 300, 64};
+    tilert_arg a[3] = {tilert_arg_tensor(tilert_tensor_nd((void *)0x10000, TILERT_BF16, 4, qs, NULL)),
+                       tilert_arg_tensor(tilert_tensor_nd((void *)0x20000, TILERT_BF16, 4, ks, NULL)),
+                       tilert_arg_i32(7)};
+    int l0 = *fake_launches;
+    expect(tilert_launch(k, NULL, a, 3), TILERT_OK, NULL);
+    assert_int_equal(*fake_launches, l0 + 1);
+    assert_int_equal(fake_grid[0], 77);
+    uint32_t g[3];
+    expect(tilert_kernel_check(k, a, 3, g), TILERT_OK, NULL);
+    /* 16 query heads over 3 KV heads */
+    a[1] = tilert_arg_tensor(tilert_tensor_nd((void *)0x20000, TILERT_BF16, 4, bad, NULL));
+    expect(tilert_launch(k, NULL, a, 3), TILERT_ERROR_REQUIRES,
+           "kernel 'gqa': requires(...) does not hold: Hq must be a multiple of Hkv (Q.shape [2, 16, 77, 64], "
+           "K.shape [2, 3, 300, 64])");
+    static const uint32_t explicit_grid[3] = {1, 1, 1};
+    expect(tilert_launch_grid(k, NULL, explicit_grid, a, 3), TILERT_ERROR_REQUIRES, "Hq must be a multiple of Hkv");
+    expect(tilert_kernel_check(k, a, 3, g), TILERT_ERROR_REQUIRES, "Hq must be a multiple of Hkv");
+    expect(tilert_kernel_check(k, a, 3, NULL), TILERT_ERROR_REQUIRES, "Hq must be a multiple of Hkv");
+    /* no KV heads: the clause itself cannot be evaluated */
+    a[1] = tilert_arg_tensor(tilert_tensor_nd((void *)0x20000, TILERT_BF16, 4, none, NULL));
+    expect(tilert_launch(k, NULL, a, 3), TILERT_ERROR_REQUIRES, "requires(...) clause 0 divides by zero");
+    /* the second clause, naming the scalar it read */
+    a[1] = tilert_arg_tensor(tilert_tensor_nd((void *)0x20000, TILERT_BF16, 4, ks, NULL));
+    a[2] = tilert_arg_i32(0);
+    expect(tilert_launch(k, NULL, a, 3), TILERT_ERROR_REQUIRES, "n must be positive (n = 0)");
+    /* a type error still comes first */
+    a[2] = tilert_arg_f32(1.0f);
+    expect(tilert_launch(k, NULL, a, 3), TILERT_ERROR_ARG_TYPE, NULL);
+    assert_int_equal(*fake_launches, l0 + 1);
+    tilert_module_unload(m);
+    free(img);
+    free(meta);
+}
+
 int main(void)
 {
     setenv("TILERT_CUDA_LIBRARY", FAKE_CUDA_PATH, 1);
@@ -287,6 +409,8 @@ int main(void)
         cmocka_unit_test(test_tma_refusals),
         cmocka_unit_test(test_tma_optional),
         cmocka_unit_test(test_plain_abi),
+        cmocka_unit_test(test_load_best),
+        cmocka_unit_test(test_requires_launch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -303,7 +303,7 @@ static void test_grid_unsupported(void **state)
 static tilert_meta_kernel code_kernel(const uint8_t *code, uint32_t len, uint8_t rank, const tilert_meta_param *ps,
                                       uint32_t np)
 {
-    tilert_meta_kernel k = {"k", "k", 90, 0, rank, 1, 0, 0, np, 0, len, ps, NULL, code};
+    tilert_meta_kernel k = {"k", "k", 90, 0, rank, 1, 0, 0, np, 0, len, ps, NULL, code, 0, NULL};
     return k;
 }
 
@@ -444,9 +444,12 @@ static void test_reader_rejects(void **state)
     assert_false(tilert_meta_parse(b, cm.len, &m, err, sizeof err));
     assert_non_null(strstr(err, "bad magic"));
     memcpy(b, cm.data, cm.len);
-    b[4] = 4;
+    b[4] = 5;
     assert_false(tilert_meta_parse(b, cm.len, &m, err, sizeof err));
-    assert_non_null(strstr(err, "metadata version 4; this libtilert reads versions 1 to 3"));
+    assert_non_null(strstr(err, "metadata version 5; this libtilert reads versions 1 to 4"));
+    b[4] = 4; /* a version 3 record read as version 4 lacks its requirement count: it reads the next record as one */
+    assert_false(tilert_meta_parse(b, cm.len, &m, err, sizeof err));
+    assert_non_null(strstr(err, "requirement message of kernel 0"));
     b[4] = 0;
     assert_false(tilert_meta_parse(b, cm.len, &m, err, sizeof err));
     assert_non_null(strstr(err, "metadata version 0"));
@@ -804,7 +807,7 @@ static void test_v1_compat(void **state)
     b[4] = 2;
     assert_false(tilert_meta_parse(b, n, &m, err, sizeof err));
 
-    /* version 1 cannot hold TMA descriptors; versions outside 1..3 are not written */
+    /* version 1 cannot hold TMA descriptors; versions outside 1..4 are not written */
     CgTmaDesc t[4];
     gemm_tma(t);
     const IrFunc *fs[1] = {fx->gemm};
@@ -814,8 +817,8 @@ static void test_v1_compat(void **state)
     m = parse_ok(&cm);
     assert_false(tilert_meta_write_version(m.kernels, 1, 1, &w, &wlen, err, sizeof err));
     assert_non_null(strstr(err, "parameter 'A' has TMA descriptors, which version 1 cannot hold"));
-    assert_false(tilert_meta_write_version(m.kernels, 1, 4, &w, &wlen, err, sizeof err));
-    assert_non_null(strstr(err, "cannot write version 4"));
+    assert_false(tilert_meta_write_version(m.kernels, 1, 5, &w, &wlen, err, sizeof err));
+    assert_non_null(strstr(err, "cannot write version 5"));
     tilert_meta_free(&m);
 }
 
@@ -971,6 +974,132 @@ static void test_tma_reader_rejects(void **state)
     free(blob);
 }
 
+/* ---- requires(...) clauses (format version 4) ------------------------------------------ */
+
+/* attn(Q: tensor<bf16, 4>, K: tensor<bf16, 4>, n: u32, causal: i32) grid(Q.shape[2])
+ *   requires(Q.shape[1] % K.shape[1] == 0, ...)     signed compare, remainder
+ *   requires(!(n > 100u) && n != 0u, ...)           unsigned compare, logical not, and
+ *   requires(where(causal != 0, 1, Q.shape[3]) == Q.shape[3] | 0, ...)   select, or */
+static const char requires_ir[] =
+    "kernel @attn \"attn\"(%Q: tensor<bf16, 4>, %K: tensor<bf16, 4>, %n: u32, %causal: i32) warps(4) {\n"
+    "  return\n"
+    "} grid {\n"
+    "  %0 = view_shape %Q {dim = 2} : i64\n"
+    "  yield %0\n"
+    "} requires(\"Hq must be a multiple of Hkv\", \"n must be in 1..100\", \"D must agree\") {\n"
+    "  %1 = view_shape %Q {dim = 1} : i64\n"
+    "  %2 = view_shape %K {dim = 1} : i64\n"
+    "  %3 = rem %1, %2 : i64\n"
+    "  %4 = const 0 : i64\n"
+    "  %5 = cmp eq %3, %4 : i1\n"
+    "  %6 = const 100 : u32\n"
+    "  %7 = cmp gt %n, %6 : i1\n"
+    "  %8 = not %7 : i1\n"
+    "  %9 = const 0 : u32\n"
+    "  %10 = cmp ne %n, %9 : i1\n"
+    "  %11 = and %8, %10 : i1\n"
+    "  %12 = const 0 : i32\n"
+    "  %13 = cmp ne %causal, %12 : i1\n"
+    "  %14 = view_shape %Q {dim = 3} : i64\n"
+    "  %15 = view_shape %K {dim = 3} : i64\n"
+    "  %16 = const 1 : i64\n"
+    "  %17 = select %13, %16, %14 : i64\n"
+    "  %18 = or %15, %4 : i64\n"
+    "  %19 = cmp eq %17, %18 : i1\n"
+    "  yield %5, %11, %19\n"
+    "}\n";
+
+static tilert_arg qk_arg(int64_t heads, int64_t d)
+{
+    int64_t shape[4] = {2, heads, 100, d};
+    return tilert_arg_tensor(tilert_tensor_nd((void *)0x10000, TILERT_BF16, 4, shape, NULL));
+}
+
+static void test_requires(void **state)
+{
+    (void)state;
+    Diag d;
+    diag_init(&d, "r.tir", NULL, 0, NULL, DIAG_COLOR_NEVER);
+    d.capture = true;
+    IrModule *m = ir_parse("r.tir", requires_ir, sizeof requires_ir - 1, &d);
+    if (!m || !ir_verify_module(m, &d, NULL)) fail_msg("%s", d.buf.s ? d.buf.s : "parse failed");
+    Arena a;
+    arena_init(&a);
+    const IrFunc *fs[1] = {m->funcs[0]};
+    CgMeta cm;
+    if (!cg_meta_build(fs, NULL, 1, ir_target_find("sm_90a"), &a, &cm, &d)) fail_msg("%s", d.buf.s ? d.buf.s : "");
+    assert_int_equal(cm.data[4] | cm.data[5] << 8, 4); /* requirements: version 4 */
+    tilert_meta mm;
+    char err[300];
+    if (!tilert_meta_parse(cm.data, cm.len, &mm, err, sizeof err)) fail_msg("%s", err);
+    const tilert_meta_kernel *k = &mm.kernels[0];
+    assert_int_equal(k->nrequires, 3);
+    assert_string_equal(k->requires[0].message, "Hq must be a multiple of Hkv");
+    assert_string_equal(k->requires[2].message, "D must agree");
+    struct {
+        int64_t hq, hkv, dq, dk;
+        uint32_t n;
+        int32_t causal;
+        int failed;
+    } cases[] = {
+        {16, 4, 128, 128, 5, 0, -2}, {16, 16, 64, 64, 100, 0, -2}, {16, 3, 128, 128, 5, 0, 0},
+        {16, 4, 128, 128, 0, 0, 1},  {16, 4, 128, 128, 101, 0, 1}, {16, 4, 128, 128, 0xFFFFFFFFu, 0, 1},
+        {16, 4, 128, 64, 5, 0, 2},   {16, 4, 1, 1, 5, 1, -2},      {16, 4, 64, 2, 5, 1, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilert_arg args[4] = {qk_arg(cases[i].hq, cases[i].dq), qk_arg(cases[i].hkv, cases[i].dk),
+                              tilert_arg_u32(cases[i].n), tilert_arg_i32(cases[i].causal)};
+        int failed = 99;
+        bool ok = tilert_meta_eval_requires(k, args, 132, &failed, err, sizeof err);
+        if (ok != (cases[i].failed == -2) || (!ok && failed != cases[i].failed))
+            fail_msg("case %zu: ok %d, failed %d (want %d): %s", i, ok, failed, cases[i].failed, err);
+        if (!ok) assert_string_equal(err, k->requires[failed].message);
+    }
+    /* zero kv heads: the remainder divides by zero, which is the code failing (-1) */
+    tilert_arg args[4] = {qk_arg(16, 128), qk_arg(0, 128), tilert_arg_u32(5), tilert_arg_i32(0)};
+    int failed = 99;
+    assert_false(tilert_meta_eval_requires(k, args, 132, &failed, err, sizeof err));
+    assert_int_equal(failed, -1);
+    assert_non_null(strstr(err, "divides by zero"));
+    /* the writer and reader agree byte for byte; version 3 cannot hold requirements */
+    uint8_t *w;
+    size_t wlen;
+    assert_true(tilert_meta_write(mm.kernels, 1, &w, &wlen, err, sizeof err));
+    assert_int_equal(wlen, cm.len);
+    assert_memory_equal(w, cm.data, wlen);
+    free(w);
+    assert_false(tilert_meta_write_version(mm.kernels, 1, 3, &w, &wlen, err, sizeof err));
+    assert_non_null(strstr(err, "need version 4"));
+    /* a requirement leaving two values, or none, is refused */
+    tilert_meta_kernel bad = *k;
+    tilert_meta_require q = {"two", (const uint8_t[]){TILERT_GOP_ARG, 3, TILERT_GOP_ARG, 3}, 4};
+    bad.requires = &q;
+    bad.nrequires = 1;
+    assert_false(tilert_meta_check_code(&bad, err, sizeof err));
+    assert_non_null(strstr(err, "requirement 0 leaves 2 values, expected 1"));
+    q = (tilert_meta_require){"select", (const uint8_t[]){TILERT_GOP_ARG, 3, TILERT_GOP_ARG, 3, TILERT_GOP_SELECT}, 5};
+    assert_false(tilert_meta_check_code(&bad, err, sizeof err));
+    assert_non_null(strstr(err, "ternary opcode"));
+    /* comparisons in the grid code of a version 3 blob are refused */
+    tilert_meta_kernel g = *k;
+    g.nrequires = 0;
+    g.requires = NULL;
+    g.code = (const uint8_t[]){TILERT_GOP_ARG, 3, TILERT_GOP_ARG, 3, TILERT_GOP_EQ};
+    g.code_len = 5;
+    assert_true(tilert_meta_write(&g, 1, &w, &wlen, err, sizeof err));
+    assert_int_equal(w[4], 4);
+    w[4] = 3;
+    fix_crc(w, wlen);
+    tilert_meta m3;
+    assert_false(tilert_meta_parse(w, wlen, &m3, err, sizeof err));
+    assert_non_null(strstr(err, "opcode of version 4 in a version 3 blob"));
+    free(w);
+    tilert_meta_free(&mm);
+    arena_free(&a);
+    ir_module_free(m);
+    diag_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -990,6 +1119,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v1_compat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tma_optional, setup, teardown),
         cmocka_unit_test(test_tma_reader_rejects),
+        cmocka_unit_test(test_requires),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -429,7 +429,7 @@ static void test_scalar_params(void **state)
         {"b", TILERT_PARAM_SCALAR, TILERT_BF16, 0, 0, NULL, 0},     {"e", TILERT_PARAM_SCALAR, TILERT_F8E4M3, 0, 0, NULL, 0},
         {"d", TILERT_PARAM_SCALAR, TILERT_F64, 0, 0, NULL, 0},      {"big", TILERT_PARAM_SCALAR, TILERT_U64, 0, 0, NULL, 0},
     };
-    tilert_meta_kernel k = {"scalars", "scalars", 90, 1, 0, 1, 0, 0, 8, 0, 0, ps, NULL, NULL};
+    tilert_meta_kernel k = {"scalars", "scalars", 90, 1, 0, 1, 0, 0, 8, 0, 0, ps, NULL, NULL, 0, NULL};
     uint8_t *meta;
     size_t mlen, len;
     char err[200];

@@ -638,7 +638,7 @@ static void reduce_case(const char *op, const char *xdt, int rank, const int *di
     Gen g;
     gen_begin(&g, xdt, out_dt(rdt), "i32", warps);
     int x = gen_input(&g, xdt, rank, dims);
-    int rd[IR_MAXRANK], rr = 0, n = 1, on = 1;
+    int rd[IR_MAXRANK] = {0}, rr = 0, n = 1, on = 1; /* zeroed: -Wmaybe-uninitialized at -O2 */
     for (int i = 0; i < rank; i++) {
         n *= dims[i];
         if (i != axis) {

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "ir/scalar.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -261,6 +262,72 @@ static void test_float_constants_exact(void **state)
     ir_module_free(again);
 }
 
+/* Every float constant keeps every bit of its value through print -> parse, in
+ * every float dtype: every fp8, f16 and bf16 bit pattern, and f32/f64 NaNs of
+ * both signs with payloads (quiet; f64 signaling too), infinities, zeros,
+ * subnormals and random patterns.  The value is what the interpreter holds:
+ * ir_scalar_from_bits of the pattern. */
+static void check_float_bits(DType dt, const uint64_t *bits, size_t n)
+{
+    IrModule *m = ir_module_new("f.tile");
+    IrFunc *f = ir_func_new(m, "k", "k", (SrcLoc){0, 0});
+    IrBuilder b = {0};
+    ir_builder_at_end(&b, f, f->body);
+    double *want = tl_xmalloc(n * sizeof *want);
+    for (size_t i = 0; i < n; i++) {
+        want[i] = ir_scalar_from_bits(dt, bits[i]).f;
+        ir_const_float(&b, dt, want[i]);
+    }
+    ir_build(&b, IR_RETURN, NULL, 0, NULL, 0, NULL);
+    assert_round_trip(m);
+    char *text = print_module(m);
+    char *msgs = NULL;
+    IrModule *again = parse_text(text, &msgs);
+    if (!again) fail_msg("%s constants do not parse: %s", dt_name[dt], msgs);
+    IrFunc *g = again->funcs[0];
+    for (size_t i = 0; i < n; i++) {
+        double got = g->ops[g->blocks[g->body].ops[i]].attr.f;
+        if (memcmp(&got, &want[i], sizeof got) != 0)
+            fail_msg("%s 0x%llx: printed, it reads back as bits 0x%llx", dt_name[dt], (unsigned long long)bits[i],
+                     (unsigned long long)ir_scalar_bits(dt, (IrScalar){.f = got}));
+    }
+    free(want);
+    free(text);
+    free(msgs);
+    ir_module_free(m);
+    ir_module_free(again);
+}
+
+static void test_float_constants_every_bit(void **state)
+{
+    (void)state;
+    static uint64_t all[1 << 16];
+    for (uint64_t v = 0; v < (1u << 16); v++) all[v] = v;
+    check_float_bits(DT_F8E4M3, all, 256);
+    check_float_bits(DT_F8E5M2, all, 256);
+    check_float_bits(DT_F16, all, 1u << 16);
+    check_float_bits(DT_BF16, all, 1u << 16);
+    uint64_t f32[4096] = {0x7fc00000, 0xffc00000, 0x7fc12345, 0xffffffff, 0x7fffffff, 0xffc00001, 0x7f800000,
+                          0xff800000, 0x80000000, 0x00000001, 0x807fffff, 0x7f7fffff, 0x3eaaaaab};
+    uint64_t f64[4096] = {0x7ff8000000000000ull, 0xfff8000000000000ull, 0x7ff0000000000001ull,
+                          0xfff123456789abcdull, 0xffffffffffffffffull, 0x7ff0000000000000ull,
+                          0x8000000000000000ull, 0x0000000000000001ull, 0x3fb999999999999aull};
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 16; i < 4096; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        f64[i] = x;
+        /* half of them NaNs with random payloads and signs */
+        f32[i] = (i & 1) ? (uint32_t)x : ((uint32_t)x | 0x7fc00000u);
+        if (!(i & 2)) f64[i] |= 0x7ff0000000000000ull;
+    }
+    check_float_bits(DT_F32, f32, 4096);
+    check_float_bits(DT_F64, f64, 4096);
+    /* the bits of a float constant must fit its type */
+    expect_error("kernel @k \"k\"() {\n  %0 = const 0x1ff : f8e4m3\n  return\n}\n", "t.tir:2:14: error: float constant");
+    expect_error("kernel @k \"k\"() {\n  %0 = const 0x10000 : f16\n  return\n}\n", "has more than the 16 bits of f16");
+    expect_error("kernel @k \"k\"() {\n  %0 = const 0x1 : i32\n  return\n}\n", "expected an integer constant");
+}
+
 /* IR the verifier rejects (a region argument typed unlike its initial value)
  * still prints faithfully and round-trips. */
 static void test_broken_ir_round_trip(void **state)
@@ -448,6 +515,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_builder_round_trip),     cmocka_unit_test(test_float_constants_exact),
+        cmocka_unit_test(test_float_constants_every_bit),
         cmocka_unit_test(test_broken_ir_round_trip),   cmocka_unit_test(test_header_sets_file),
         cmocka_unit_test(test_golden_files_round_trip), cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_deep_nesting_is_an_error), cmocka_unit_test(test_every_prefix),

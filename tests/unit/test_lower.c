@@ -505,7 +505,9 @@ static void test_type_rules(void **state)
     assert_int_equal(sema_promote(DT_I8, DT_U8), DT_U8);
     assert_int_equal(sema_promote(DT_I64, DT_U32), DT_I64);
     assert_int_equal(sema_promote(DT_I1, DT_I8), DT_I8);
-    assert_int_equal(sema_promote(DT_U16, DT_F8E4M3), DT_F8E4M3);
+    assert_int_equal(sema_promote(DT_U16, DT_F8E4M3), DT_F32);  /* fp8 with anything: f32 */
+    assert_int_equal(sema_promote(DT_F8E4M3, DT_F16), DT_F32);
+    assert_int_equal(sema_promote(DT_F8E5M2, DT_F8E5M2), DT_F8E5M2);
     assert_int_equal(sema_promote(DT_F8E4M3, DT_F8E5M2), DT_F32);
     assert_int_equal(sema_promote(DT_BF16, DT_F64), DT_F64);
     assert_true(sema_int_fits(-128, DT_I8));

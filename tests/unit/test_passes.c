@@ -668,7 +668,7 @@ static void pipeline_default(void **state)
     size_t len = 0;
     FILE *out = open_memstream(&buf, &len);
     const char *after[] = {"all"};
-    PassDump dump = {after, 1, NULL, out};
+    PassDump dump = {after, 1, NULL, out, NULL};
     assert_true(pass_run_pipeline(k.m, NULL, 0, &dump, &k.d));
     fclose(out);
     /* fold made 5, cse merged the two muls, dce dropped the sub and the 2 and 3 */
@@ -697,7 +697,7 @@ static void pipeline_named_to_dir(void **state)
     assert_non_null(mkdtemp(dir));
     const char *names[] = {"cse", "dce"};
     const char *after[] = {"dce"};
-    PassDump dump = {after, 1, dir, NULL};
+    PassDump dump = {after, 1, dir, NULL, NULL};
     assert_true(pass_run_pipeline(k.m, names, 2, &dump, &k.d));
     char path[256];
     size_t n = 0;
@@ -722,8 +722,9 @@ static void pipeline_named_to_dir(void **state)
     kfree(&k);
 }
 
-/* A function the verifier rejects after a pass is an internal error naming the
- * pass and the kernel: the process aborts.  Run in a child, its stderr captured. */
+/* A function the verifier rejects after a pass of the default pipeline is an
+ * internal error naming the pass and the kernel: the process aborts.  Run in a
+ * child, its stderr captured. */
 static void pipeline_verify_failure_aborts(void **state)
 {
     int fds[2];
@@ -737,8 +738,7 @@ static void pipeline_verify_failure_aborts(void **state)
         K k;
         kbegin(&k, "broken");
         ci(&k, DT_I32, 1); /* the body has no return */
-        const char *names[] = {"cse"};
-        pass_run_pipeline(k.m, names, 1, NULL, &k.d);
+        pass_run_pipeline(k.m, NULL, 0, NULL, &k.d);
         _exit(0);
     }
     close(fds[1]);
@@ -751,8 +751,50 @@ static void pipeline_verify_failure_aborts(void **state)
     int st = 0;
     assert_int_equal(waitpid(pid, &st, 0), pid);
     assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
-    assert_non_null(strstr(buf, "internal error in pass:cse"));
+    assert_non_null(strstr(buf, "internal error in pass:fold"));
     assert_non_null(strstr(buf, "kernel 'broken'"));
+}
+
+/* After a pass of a list the user chose (--pass), the same failure is an error
+ * naming the pass and the kernel, and the pipeline stops there. */
+static void pipeline_verify_failure_user_list(void **state)
+{
+    K k;
+    kbegin(&k, "broken");
+    ci(&k, DT_I32, 1); /* the body has no return */
+    k.d.capture = true;
+    k.d.out = NULL;
+    const char *names[] = {"cse", "dce"};
+    assert_false(pass_run_pipeline(k.m, names, 2, NULL, &k.d));
+    assert_true(k.d.nerrors >= 2);
+    assert_non_null(strstr(k.d.buf.s, "does not verify after pass 'cse'"));
+    assert_non_null(strstr(k.d.buf.s, "kernel 'broken'"));
+    assert_null(strstr(k.d.buf.s, "'dce'"));
+    kfree(&k);
+}
+
+/* An order the passes' facts (passes.def) rule out is refused before any pass
+ * runs; one they allow runs. */
+static void pipeline_order_checked_first(void **state)
+{
+    const PassInfo *layout = pass_find("layout"), *remat = pass_find("remat"), *fold = pass_find("fold");
+    assert_true(pass_can_run(remat, 0));
+    assert_false(pass_can_run(remat, pass_facts_after(layout, 0)));
+    assert_true(pass_can_run(remat, pass_facts_after(fold, pass_facts_after(layout, 0))));
+    K k;
+    kbegin(&k, "order");
+    build_pipeline_kernel(&k);
+    k.d.capture = true;
+    k.d.out = NULL;
+    const char *bad[] = {"fold", "layout", "remat"};
+    assert_false(pass_run_pipeline(k.m, bad, 3, NULL, &k.d));
+    assert_non_null(strstr(k.d.buf.s, "'remat' cannot run after 'layout' on kernel 'order'"));
+    assert_null(k.f->val_layout); /* nothing ran: not even layout */
+    assert_int_equal(count(&k, k.f->body, IR_ADD), 1); /* nor fold */
+    const char *good[] = {"layout", "fold", "remat", "layout"};
+    assert_true(pass_run_pipeline(k.m, good, 4, NULL, &k.d));
+    assert_non_null(k.f->val_layout);
+    kfree(&k);
 }
 
 int main(void)
@@ -776,6 +818,8 @@ int main(void)
         cmocka_unit_test(pipeline_default),
         cmocka_unit_test(pipeline_named_to_dir),
         cmocka_unit_test(pipeline_verify_failure_aborts),
+        cmocka_unit_test(pipeline_verify_failure_user_list),
+        cmocka_unit_test(pipeline_order_checked_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
