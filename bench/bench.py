@@ -16,6 +16,9 @@ achieved TB/s (memory-bound kernels: bytes read + written) or TFLOP/s, and
 tilec / baseline speed (baseline time / tilec time: > 1 means tilec is faster).
 Correctness is checked against the baseline's output before timing.
 
+--only moe (issue 12): the MoE permute, gather, SwiGLU and combine kernels as % of the copy
+bandwidth measured in the same run, and routing + align at T = 16, E = 256 against torch (eager, graph).
+
 --only attention (issue 10): flash_attn_fwd against SDPA's cuDNN and FLASH_ATTENTION backends,
 MHA and GQA (enable_gqa), causal and not, D 64 and 128, S 1024 to 16384.
 
@@ -455,6 +458,158 @@ def bench_attention(b, root):
                      lambda: sdpa(be), work, "TFLOP/s", ok)
 
 
+def bench_moe(b, root):
+    """Issue 12's memory-bound MoE steps at T = 4096 tokens, top-8, hidden 4096 (bf16), each as % of
+    the copy bandwidth measured here (the "vs base" column is the time of index_select / the torch
+    equivalent over the tilec time): permute (moe_permute_rows, and with 1x128 FP8 quantization),
+    moe_gather_rows, SwiGLU (inter 1408 -> N = 2816; and fused with FP8), combine; then routing +
+    align at T = 16 with E = 256 (DeepSeek-V3 routing, moe_route_dsv3 + moe_align_small: two
+    launches) against torch eager and a CUDA graph of the same torch code."""
+    src = os.path.join(root, "stdlib/moe.tile")
+    n_copy = 1 << 28
+    cx, cy = rand([n_copy // 4], torch.float32), torch.empty(n_copy // 4, device="cuda")
+    (cm, _, _), = b.timer.compare([lambda: cy.copy_(cx)])
+    copy = 2 * n_copy / (cm * 1e-6) / 1e12
+    del cx, cy
+    print("moe: copy %.3f TB/s" % copy, flush=True)
+    T, K, H, E, BM = 4096, 8, 4096, 64, 128
+    n = T * K
+    ids = torch.stack([torch.randperm(E, device="cuda")[:K] for _ in range(T)]).int().flatten()
+    order = torch.argsort(ids.long() * n + torch.arange(n, device="cuda"))     # stable, by expert
+    counts = torch.bincount(ids.long(), minlength=E)
+    padded = (counts + BM - 1) // BM * BM
+    starts = torch.cumsum(padded, 0) - padded
+    first = torch.cumsum(counts, 0) - counts
+    slot_sorted = starts[ids[order].long()] + (torch.arange(n, device="cuda") - first[ids[order].long()])
+    slot_of = torch.empty(n, dtype=torch.int32, device="cuda")
+    slot_of[order] = slot_sorted.int()
+    S = int(padded.sum())
+    x = rand([T, H], torch.bfloat16)
+    rows = torch.div(torch.arange(n, device="cuda"), K, rounding_mode="floor")
+    want = torch.zeros(S, H, dtype=torch.bfloat16, device="cuda")
+    want[slot_of.long()] = x[rows]
+
+    def pct(label, shape, fn, base, nbytes, ok):
+        b.record(label, shape, "bf16", fn, base, nbytes, "TB/s", ok)
+        r = b.rows[-1]
+        b.summary.append("moe %-28s %s: %.1f us, %.3f TB/s = %.1f%% of copy (%.3f TB/s)" %
+                         (label, shape, r[3], r[7], 100 * r[7] / copy, copy))
+
+    for bk in (2048, 1024):
+        k = b.compile(src, "moe_permute_rows", {"BK": bk})
+        xs = torch.full([S, H], float("nan"), dtype=torch.bfloat16, device="cuda")
+        args = [tensor_arg(x), ptr_arg(slot_of), int_arg(n), tensor_arg(xs)]
+        b.launch(k, args)
+        ok = torch.equal(xs[slot_of.long()], want[slot_of.long()])
+        xs_ref = torch.empty_like(xs)
+        pct("moe_permute_rows BK=%d" % bk, "T=%d top-%d H=%d" % (T, K, H), lambda: b.launch(k, args),
+            lambda: xs_ref.index_copy_(0, slot_of.long(), x.index_select(0, rows)), 2 * n * H * 2, ok)
+    sidx = torch.full([S], -1, dtype=torch.int32, device="cuda")
+    sidx[slot_of.long()] = torch.arange(n, dtype=torch.int32, device="cuda")
+    k = b.compile(src, "moe_gather_rows", {})
+    xs = torch.full([S, H], float("nan"), dtype=torch.bfloat16, device="cuda")
+    args = [tensor_arg(x), ptr_arg(sidx), int_arg(S), tensor_arg(xs)]
+    b.launch(k, args)
+    ok = torch.equal(xs, want)
+    pct("moe_gather_rows", "T=%d top-%d H=%d" % (T, K, H), lambda: b.launch(k, args),
+        lambda: x.index_select(0, rows), 2 * S * H * 2, ok)
+    QB = H // 128
+    k = b.compile(src, "moe_permute_rows_fp8", {})
+    y8 = torch.zeros([S, H], dtype=torch.float8_e4m3fn, device="cuda")
+    sc = torch.zeros([S, QB], dtype=torch.float32, device="cuda")
+    args = [tensor_arg(x), ptr_arg(slot_of), int_arg(n), tensor_arg(y8), tensor_arg(sc)]
+    b.launch(k, args)
+    deq = (y8.float().view(S, QB, 128) * sc[:, :, None]).view(S, H)
+    ok = close(deq[slot_of.long()], want[slot_of.long()].float(), 0.07, 1e-3)
+    pct("moe_permute_rows_fp8", "T=%d top-%d H=%d" % (T, K, H), lambda: b.launch(k, args),
+        lambda: x.index_select(0, rows), n * H * 2 + n * H + n * QB * 4, ok)
+
+    I = 1408
+    h = rand([S, 2 * I], torch.bfloat16)
+    nrows = torch.tensor([S], dtype=torch.int32, device="cuda")
+    ref = (torch.nn.functional.silu(h[:, :I].float()) * h[:, I:].float()).to(torch.bfloat16)
+    k = b.compile(src, "moe_swiglu", {})
+    y = torch.full([S, I], float("nan"), dtype=torch.bfloat16, device="cuda")
+    args = [tensor_arg(h), tensor_arg(y), ptr_arg(nrows)]
+    b.launch(k, args)
+    pct("moe_swiglu", "M=%d N=2x%d" % (S, I), lambda: b.launch(k, args),
+        lambda: torch.nn.functional.silu(h[:, :I]) * h[:, I:], S * 3 * I * 2, close(y, ref, 1e-2, 1e-3))
+    k = b.compile(src, "moe_swiglu_fp8", {})
+    QI = (I + 127) // 128
+    y8 = torch.zeros([S, I], dtype=torch.float8_e4m3fn, device="cuda")
+    sc = torch.zeros([S, QI], dtype=torch.float32, device="cuda")
+    args = [tensor_arg(h), tensor_arg(y8), tensor_arg(sc), ptr_arg(nrows)]
+    b.launch(k, args)
+    deq = y8.float() * sc.repeat_interleave(128, 1)[:, :I]
+    pct("moe_swiglu_fp8", "M=%d N=2x%d" % (S, I), lambda: b.launch(k, args),
+        lambda: torch.nn.functional.silu(h[:, :I]) * h[:, I:], S * 2 * I * 2 + S * I + S * QI * 4,
+        close(deq, ref.float(), 0.07, 1e-3))
+
+    yd = rand([S, H], torch.bfloat16)
+    w = torch.rand([T, K], device="cuda")
+    k = b.compile(src, "moe_combine", {})
+    out = torch.full([T, H], float("nan"), dtype=torch.bfloat16, device="cuda")
+    args = [tensor_arg(yd), ptr_arg(slot_of), tensor_arg(w), tensor_arg(out)]
+    b.launch(k, args)
+    g = yd[slot_of.long()].view(T, K, H).float()
+    ok = close(out, (g * w[:, :, None]).sum(1), 1e-2, 1e-2)
+    pct("moe_combine", "T=%d top-%d H=%d" % (T, K, H), lambda: b.launch(k, args),
+        lambda: (yd[slot_of.long()].view(T, K, H) * w[:, :, None].to(torch.bfloat16)).sum(1),
+        (n + T) * H * 2, ok)
+
+    # routing + align at decode: T = 16, E = 256, DeepSeek-V3 grouped routing, BM = 128
+    T, E, K, BM = 16, 256, 8, 128
+    logits = torch.randn([T, E], device="cuda")
+    bias = torch.randn([E], device="cuda") * 0.1
+    kr = b.compile(src, "moe_route_dsv3", {})
+    ka = b.compile(src, "moe_align_small", {})
+    wts = torch.empty([T, K], device="cuda")
+    eids = torch.empty([T, K], dtype=torch.int32, device="cuda")
+    maxb = (T * K + BM - 1) // BM + E
+    offs = torch.empty(E + 1, dtype=torch.int32, device="cuda")
+    slots = torch.empty(T * K, dtype=torch.int32, device="cuda")
+    sids = torch.empty(maxb * BM, dtype=torch.int32, device="cuda")
+    bexp = torch.empty(maxb, dtype=torch.int32, device="cuda")
+    ra = [tensor_arg(logits), ptr_arg(bias), tensor_arg(wts), tensor_arg(eids), float_arg(2.5)]
+    aa = [ptr_arg(eids), int_arg(T * K), int_arg(E), ptr_arg(offs), ptr_arg(slots), ptr_arg(sids),
+          ptr_arg(bexp), int_arg(maxb)]
+
+    def tilec_route():
+        b.launch(kr, ra)
+        b.launch(ka, aa)
+
+    def torch_route():
+        s = logits.sigmoid()
+        c = s + bias
+        gsc = c.view(T, 8, -1).topk(2, dim=-1)[0].sum(-1)
+        gi = gsc.topk(4, dim=-1)[1]
+        gm = torch.zeros_like(gsc).scatter_(1, gi, 1)
+        cm = c.masked_fill(gm.repeat_interleave(E // 8, 1) == 0, float("-inf"))
+        ti = cm.topk(K, dim=-1)[1]
+        tw = s.gather(1, ti)
+        tw = tw / (tw.sum(-1, keepdim=True) + 1e-20) * 2.5
+        flat = ti.flatten()
+        cnt = torch.zeros(E, dtype=torch.long, device=flat.device).scatter_add_(0, flat, torch.ones_like(flat))
+        pad = (cnt + BM - 1) // BM * BM
+        o = torch.cumsum(pad, 0)
+        order = torch.argsort(flat, stable=True)
+        return tw, ti, o, order
+
+    tilec_route()
+    tw, ti, o, _ = torch_route()
+    ok = torch.equal(eids.long(), ti) and close(wts, tw, 1e-5, 1e-6) and torch.equal(offs[1:].long(), o)
+    b.record("moe route_dsv3+align_small", "T=16 E=256 top-8 (vs eager)", "f32", tilec_route, torch_route, 1, "-", ok)
+    graph = torch.cuda.CUDAGraph()
+    st = torch.cuda.Stream()
+    st.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(st):
+        torch_route()
+    torch.cuda.current_stream().wait_stream(st)
+    with torch.cuda.graph(graph):
+        torch_route()
+    b.record("moe route_dsv3+align_small", "T=16 E=256 top-8 (vs graph)", "f32", tilec_route, graph.replay, 1, "-", ok)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tilec", required=True)
@@ -472,6 +627,7 @@ def main():
                "softmax-fast": lambda: bench_softmax(b, args.root, ("--fast-math",)),
                "rmsnorm-fast": lambda: bench_rmsnorm(b, args.root, ("--fast-math",)),
                "gemm": lambda: bench_gemm(b, args.root), "attention": lambda: bench_attention(b, args.root),
+               "moe": lambda: bench_moe(b, args.root),
                "softmax-sweep": lambda: bench_sweep(b, args.root, "softmax"),
                "rmsnorm-sweep": lambda: bench_sweep(b, args.root, "rmsnorm"),
                "rmsnorm-lab": lambda: bench_sweep(b, args.root, "rmsnorm", lab=True),

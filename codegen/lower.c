@@ -157,44 +157,97 @@ LLVMBasicBlockRef cg_thread0(Cg *cg)
 
 /* ---- values in another layout ------------------------------------------------ */
 
-static bool remat(Cg *cg, IrVal v, const Layout *L, LLVMValueRef *out, int depth);
 static LLVMValueRef ew_apply(Cg *cg, IrOp *op, LLVMValueRef *x);
+static uint32_t to_operand_flat(const Layout *L, const Layout *Lx, IrType rt, IrType xt, bool broadcast, uint32_t v);
 
-/* Recomputes v in layout L when v is made only of splats, aranges and pure
- * elementwise ops of such values (the layout pass calls these "free"). */
-static bool remat(Cg *cg, IrVal v, const Layout *L, LLVMValueRef *out, int depth)
+/* What one remat() call has built: the registers of value v in layout L, so a
+ * value used twice in an expression (x * x) is built once. */
+typedef struct RematMemo {
+    IrVal v;
+    Layout L;
+    LLVMValueRef *regs;
+    struct RematMemo *next;
+} RematMemo;
+
+/* The layout of operand x of shape op `op` (result layout L) that puts in
+ * register r, lane l, warp w the operand element that the result element at
+ * (r, l, w) of L is made from: the same flat-index bits for EXPAND_DIMS (the
+ * inserted dim is size 1) and RESHAPE (row-major order is kept) on x's dims;
+ * for BROADCAST the bits of the broadcast dims dropped.  It may replicate
+ * (zero bases) where L runs along a broadcast dim. */
+static Layout operand_view(Cg *cg, IrOp *op, const Layout *L)
+{
+    IrFunc *f = cg->f;
+    IrType rt = ir_vty(f, ir_res(op, 0)), xt = ir_vty(f, ir_opnd(f, op, 0));
+    Layout X = *L;
+    X.rank = (uint8_t)xt.rank;
+    memset(X.dimbits, 0, sizeof X.dimbits);
+    for (int d = 0; d < xt.rank; d++) X.dimbits[d] = (uint8_t)__builtin_ctz((unsigned)xt.dims[d]);
+    if (op->opc == IR_BROADCAST)
+        for (int k = 0; k < LL_NIN; k++)
+            for (int i = 0; i < L->nbits[k]; i++) X.basis[k][i] = to_operand_flat(L, &X, rt, xt, true, L->basis[k][i]);
+    return X;
+}
+
+/* Builds free value v (ir_free_values) in layout L by evaluating its
+ * expression at the coordinates each register of L holds: an arange gives the
+ * coordinate, a splat its scalar, an elementwise op applies itself to its
+ * operands built in L, and a shape op (expand_dims, reshape, broadcast) builds
+ * its operand in operand_view(L), register for register.  No data moves
+ * between threads, so nothing goes through shared memory. */
+static void remat(Cg *cg, IrVal v, const Layout *L, LLVMValueRef *out, RematMemo **memo)
 {
     IrFunc *f = cg->f;
     uint32_t n = layout_nregs(L);
     if (!cg_layout(cg, v)) { /* a scalar */
         for (uint32_t r = 0; r < n; r++) out[r] = cg_reg(cg, v, 0);
-        return true;
+        return;
     }
-    uint32_t d = ir_def(f, v);
-    if (d == UINT32_MAX || depth > 8) return false;
-    IrOp *op = ir_op(f, d);
-    if (op->opc == IR_SPLAT) {
-        LLVMValueRef s = cg_reg(cg, ir_opnd(f, op, 0), 0);
-        for (uint32_t r = 0; r < n; r++) out[r] = s;
-        return true;
+    TL_ASSERT(cg->free_[v], "codegen");
+    for (RematMemo *m = *memo; m; m = m->next)
+        if (m->v == v && layout_eq(&m->L, L)) {
+            memcpy(out, m->regs, n * sizeof *out);
+            return;
+        }
+    IrOp *op = ir_op(f, ir_def(f, v));
+    switch ((IrOpcode)op->opc) {
+    case IR_SPLAT: {
+        LLVMValueRef x = cg_reg(cg, ir_opnd(f, op, 0), 0);
+        for (uint32_t r = 0; r < n; r++) out[r] = x;
+        break;
     }
-    if (op->opc == IR_ARANGE) {
+    case IR_ARANGE: {
         LLVMValueRef toff = cg_thread_offset(cg, L);
         for (uint32_t r = 0; r < n; r++) out[r] = cg_coord(cg, L, toff, r, 0);
-        return true;
+        break;
     }
-    if (!(ir_opinfo[op->opc].flags & IR_ELEM) || !(ir_opinfo[op->opc].flags & IR_PURE) || op->nres != 1) return false;
-    LLVMValueRef *xs[3];
-    for (uint32_t k = 0; k < op->nopnd; k++) {
-        xs[k] = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
-        if (!remat(cg, ir_opnd(f, op, k), L, xs[k], depth + 1)) return false;
+    case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_BROADCAST: {
+        Layout X = operand_view(cg, op, L);
+        remat(cg, ir_opnd(f, op, 0), &X, out, memo);
+        break;
     }
-    for (uint32_t r = 0; r < n; r++) {
-        LLVMValueRef x[3];
-        for (uint32_t k = 0; k < op->nopnd; k++) x[k] = xs[k][r];
-        out[r] = ew_apply(cg, op, x);
+    default: {
+        TL_ASSERT((ir_opinfo[op->opc].flags & IR_ELEM) && op->nopnd <= 3, "codegen");
+        LLVMValueRef *xs[3];
+        for (uint32_t k = 0; k < op->nopnd; k++) {
+            xs[k] = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+            remat(cg, ir_opnd(f, op, k), L, xs[k], memo);
+        }
+        for (uint32_t r = 0; r < n; r++) {
+            LLVMValueRef x[3];
+            for (uint32_t k = 0; k < op->nopnd; k++) x[k] = xs[k][r];
+            out[r] = ew_apply(cg, op, x);
+        }
+        break;
     }
-    return true;
+    }
+    RematMemo *m = ARENA_NEW(cg->scratch, RematMemo);
+    m->v = v;
+    m->L = *L;
+    m->regs = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    memcpy(m->regs, out, n * sizeof *out);
+    m->next = *memo;
+    *memo = m;
 }
 
 void cg_value_as(Cg *cg, IrVal v, const Layout *L, LLVMValueRef *out)
@@ -205,7 +258,9 @@ void cg_value_as(Cg *cg, IrVal v, const Layout *L, LLVMValueRef *out)
         for (uint32_t r = 0; r < n; r++) out[r] = cg_reg(cg, v, r);
         return;
     }
-    if (remat(cg, v, L, out, 0)) {
+    if (cg->free_[v]) {
+        RematMemo *memo = NULL;
+        remat(cg, v, L, out, &memo);
         if (diag_remark_on(cg->d, DIAG_REMARK_layout)) {
             StrBuf t = {0};
             ir_ty_print(&t, ir_vty(cg->f, v));
@@ -581,6 +636,13 @@ static void regmap(Cg *cg, IrOp *op, bool broadcast)
         for (int i = 0; i < L->nbits[k] && same_threads; i++)
             same_threads = to_operand_flat(L, Lx, rt, xt, broadcast, L->basis[k][i]) == Lx->basis[k][i];
     }
+    if (!same_threads && cg->free_[res]) {
+        /* a free value: built in the result's layout from its expression */
+        RematMemo *memo = NULL;
+        remat(cg, res, L, out, &memo);
+        cg_define(cg, res, out, n);
+        return;
+    }
     if (!same_threads) {
         /* go through the canonical path: materialise the operand in the
          * result's thread mapping by a shared-memory round trip */
@@ -670,7 +732,7 @@ void cg_lower_NUM_SMS(Cg *cg, uint32_t opid, IrOp *op)
 /* ---- structured control flow ------------------------------------------------ */
 
 static const CgHook hooks[IR_NUM_OPS] = {
-#define OP(id, name, mino, maxo, nres, nreg, flags) [IR_##id] = cg_lower_##id,
+#define OP(id, name, mino, maxo, nres, nreg, flags, layout) [IR_##id] = cg_lower_##id,
 #include "../ir/ops.def"
 #undef OP
 };
@@ -977,6 +1039,8 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
     cg->vals = ARENA_ARRAY(scratch, CgVal, f->nvals);
     for (uint32_t i = 0; i < f->nops && ir_target_has(t->arch, IR_TGT_WGMMA); i++)
         cg->inline_fdiv |= !f->ops[i].dead && f->ops[i].opc == IR_DOT;
+    cg->free_ = ARENA_ARRAY(scratch, uint8_t, f->nvals);
+    ir_free_values(f, cg->free_);
 
     memset(facts, 0, sizeof *facts);
     facts->warps = cg->warps;

@@ -1,9 +1,12 @@
 /* lower_dot.c: DOT (acc + a @ b with f32 accumulation).
  *
+ * Which instruction, warp grid and accumulator layout is the DOT plan's
+ * (layout_dot_plan, ir/layout.c), which the layout pass followed too: a
+ * result in another layout than the plan's is an internal error.
+ *
  * Tensor cores (mma.sync.m16n8k16, sm_80 and later) for f16/bf16 operands
  * whenever the shapes tile the warps:
- *   1. The accumulator is in layout_mma_acc (the layout pass puts it there;
- *      otherwise it is converted), operands are brought into
+ *   1. The accumulator is in layout_mma_acc (the plan's), operands are brought into
  *      layout_mma_a / layout_mma_b (ir/layout.c) -- a register renaming when
  *      they already are, a trip through shared memory otherwise.
  *   2. For each m tile, n tile and k step of the warp's share, one mma.sync on
@@ -13,7 +16,7 @@
  * own accumulator registers over k in order.
  *
  * On sm_90a, wgmma (warpgroup MMA, operands from shared memory) when the
- * layout pass gave the result layout_wgmma_acc (layout_wgmma_shape holds):
+ * plan says so (layout_wgmma_shape holds; the result is in layout_wgmma_acc):
  *   1. cg_wgmma_plan picks each operand's shared layout: K-major, or MN-major
  *      for 16-bit types whose registers run along M/N, swizzled as wide as
  *      the contiguous extent allows (128B for 64 bf16), and the descriptor
@@ -461,50 +464,46 @@ static void remark_dot(Cg *cg, IrOp *op, const char *fmt, ...)
 void cg_lower_DOT(Cg *cg, uint32_t opid, IrOp *op)
 {
     IrFunc *f = cg->f;
-    IrVal res = ir_res(op, 0);
-    IrType at = ir_vty(f, ir_opnd(f, op, 0)), ct = ir_vty(f, res);
+    IrVal res = ir_res(op, 0), a = ir_opnd(f, op, 0), b = ir_opnd(f, op, 1);
+    IrType at = ir_vty(f, a), ct = ir_vty(f, res);
     const Layout *LC = cg_layout(cg, res);
     uint32_t n = layout_nregs(LC);
     LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
-    int warps = cg->warps, wm = warps >= 4 ? warps / 2 : warps, wn = warps / wm;
-    if (ir_target_has(cg->target->arch, IR_TGT_WGMMA)) {
-        IrVal a = ir_opnd(f, op, 0), b = ir_opnd(f, op, 1);
-        CgWgmmaPlan plan;
-        if (cg_wgmma_plan(cg->target->arch, at, ir_vty(f, b), cg_layout(cg, a), cg_layout(cg, b), warps, &plan)) {
-            Layout wl = layout_wgmma_acc(ct, plan.w.wgm, plan.w.wgn, plan.w.instr_n);
-            if (layout_eq(&wl, LC)) {
-                /* operands that are buffer stages are read in place where wgmma can */
-                CgBufRef src[2];
-                bool in_place = false;
-                for (int k = 0; k < 2; k++) {
-                    IrVal x = ir_opnd(f, op, (uint32_t)k);
-                    if (cg_buf_operand(cg, x, opid, &src[k]) && (in_place = true))
-                        cg_wgmma_plan_buffer(&plan, ir_vty(f, x), k ? LL_WGMMA_B : LL_WGMMA_A, &src[k].buf->S,
-                                             src[k].trans);
-                }
-                remark_dot(cg, op, "wgmma m64n%dk%d, %d x %d warpgroups, A from %s, B from shared memory%s",
-                           plan.w.instr_n, plan.w.instr_k, plan.w.wgm, plan.w.wgn,
-                           plan.a_regs ? "registers" : "shared memory",
-                           in_place ? " (a pipeline stage read in place)" : "");
-                wgmma_path(cg, op, &plan, src, out);
-                cg_define(cg, res, out, n);
-                return;
-            }
+    /* the plan the layout pass followed (for the arch the module names) */
+    DotPlan plan;
+    layout_dot_plan(at, ir_vty(f, b), ct, cg->warps, f->mod ? f->mod->target : NULL, &plan);
+    if (!layout_eq(&plan.acc, LC))
+        tl_fatal("codegen", "%s:%u:%u: the dot's result is not in the accumulator layout of its plan (%s: %s)",
+                 f->name, op->loc.line, op->loc.col, layout_dot_instr_name(plan.instr), plan.reason);
+    if (plan.instr == LL_DOT_WGMMA) {
+        if (!ir_target_has(cg->target->arch, IR_TGT_WGMMA))
+            tl_fatal("codegen", "%s:%u:%u: the dot was planned for wgmma (%s), the target %s has none", f->name,
+                     op->loc.line, op->loc.col, plan.reason, cg->target->arch->name);
+        CgWgmmaPlan wp;
+        if (!cg_wgmma_plan(cg->target->arch, at, ir_vty(f, b), cg_layout(cg, a), cg_layout(cg, b), cg->warps, &wp))
+            tl_fatal("codegen", "%s:%u:%u: no shared layouts for the planned wgmma (%s)", f->name, op->loc.line,
+                     op->loc.col, plan.reason);
+        /* operands that are buffer stages are read in place where wgmma can */
+        CgBufRef src[2];
+        bool in_place = false;
+        for (int k = 0; k < 2; k++) {
+            IrVal x = ir_opnd(f, op, (uint32_t)k);
+            if (cg_buf_operand(cg, x, opid, &src[k]) && (in_place = true))
+                cg_wgmma_plan_buffer(&wp, ir_vty(f, x), k ? LL_WGMMA_B : LL_WGMMA_A, &src[k].buf->S, src[k].trans);
         }
-    }
-    Layout acc = {0};
-    bool mma = (at.dt == DT_F16 || at.dt == DT_BF16) && ct.dims[0] % (16 * wm) == 0 &&
-               ct.dims[1] % (8 * wn) == 0 && at.dims[1] % 16 == 0;
-    if (mma) {
-        acc = layout_mma_acc(ct, wm, wn);
-        mma = layout_eq(&acc, LC);
-    }
-    if (mma) remark_dot(cg, op, "mma.sync m16n8k16, %d x %d warps", wm, wn);
-    else
+        remark_dot(cg, op, "wgmma m64n%dk%d, %d x %d warpgroups, A from %s, B from shared memory%s",
+                   wp.w.instr_n, wp.w.instr_k, wp.w.wgm, wp.w.wgn, wp.a_regs ? "registers" : "shared memory",
+                   in_place ? " (a pipeline stage read in place)" : "");
+        wgmma_path(cg, op, &wp, src, out);
+    } else if (plan.instr == LL_DOT_MMA) {
+        remark_dot(cg, op, "mma.sync m16n8k16, %d x %d warps", plan.wm, plan.wn);
+        mma_path(cg, op, plan.wm, plan.wn, out);
+    } else {
         remark_dot(cg, op, "FMA (f32 fused multiply-adds, no tensor cores: they need f16 or bf16 operands%s, a "
-                   "result of multiples of %d x %d and K a multiple of 16)",
-                   ir_target_has(cg->target->arch, IR_TGT_WGMMA) ? " (or fp8 for wgmma)" : "", 16 * wm, 8 * wn);
-    if (mma) mma_path(cg, op, wm, wn, out);
-    else fma_path(cg, op, out);
+                   "result of multiples of %d x %d and K a multiple of 16; here: %s)",
+                   ir_target_has(cg->target->arch, IR_TGT_WGMMA) ? " (or fp8 for wgmma)" : "", 16 * plan.wm, 8 * plan.wn,
+                   plan.reason);
+        fma_path(cg, op, out);
+    }
     cg_define(cg, res, out, n);
 }

@@ -42,6 +42,7 @@ typedef struct Cg {
     LLVMDIBuilderRef di;
     LLVMMetadataRef di_file, di_sp;
     CgVal *vals;                 /* indexed by IrVal */
+    uint8_t *free_;              /* per value: free (ir_free_values): rebuilt in any layout */
     int warps;
     LLVMValueRef tid, lane, warp; /* i32, computed in the entry block */
     LLVMValueRef smem;           /* the scratch area of dynamic shared memory (addrspace 3) */
@@ -110,8 +111,9 @@ void cg_asm_void(Cg *cg, const char *text);
  * all threads meet again (the caller branches there and continues in it). */
 LLVMBasicBlockRef cg_thread0(Cg *cg);
 
-/* lower.c: v's registers in layout L: rematerialised when v is made of
- * splats/aranges/pure elementwise ops, else moved through shared memory. */
+/* lower.c: v's registers in layout L: rebuilt from its expression when v is
+ * free (ir_free_values: aranges, splats, elementwise and shape ops of them),
+ * else moved through shared memory (cg_convert_layout). */
 void cg_value_as(Cg *cg, IrVal v, const Layout *L, LLVMValueRef *out);
 
 /* convert.c: element movement through shared memory, and dtype conversion */
@@ -293,7 +295,7 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
                    CgKernelFacts *facts, Diag *d);
 
 /* Hooks, one per opcode (defined across lower_*.c). */
-#define OP(id, name, mino, maxo, nres, nreg, flags) void cg_lower_##id(Cg *cg, uint32_t opid, IrOp *op);
+#define OP(id, name, mino, maxo, nres, nreg, flags, layout) void cg_lower_##id(Cg *cg, uint32_t opid, IrOp *op);
 #include "../ir/ops.def"
 #undef OP
 

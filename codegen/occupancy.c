@@ -13,8 +13,8 @@
  *      results), and for an op with regions, plus the peak inside them.  A tile weighs its
  *      registers per thread in its layout (16-bit elements half, 64-bit and
  *      pointers double; a broadcast weighs what its source does; a tile of
- *      at most one element per thread is a scalar).  Values codegen recomputes where used (arange,
- *      splat, constants and pure elementwise ops or reshapes of them) weigh 0,
+ *      at most one element per thread is a scalar).  Values codegen recomputes where used (free
+ *      values, ir_free_values: arange, splat, elementwise and shape ops of them) weigh 0,
  *      and so do values used up before the next reduction (mark_streamed).
  *   2. R = max(peak + 24 + 4 * (tensor and pointer parameters), 2 * peak)
  *      (addresses, loop and reduction temporaries, and the widening and
@@ -44,7 +44,7 @@
 typedef struct Occ {
     IrFunc *f;
     int threads;
-    uint8_t *free_;     /* per value: recomputed where used */
+    uint8_t *free_;     /* per value: free (ir_free_values), recomputed where used */
     uint8_t *streamed;  /* per value: used up before the next reduction (mark_streamed) */
     uint32_t *last;     /* per value: index of its last use in its own block */
 } Occ;
@@ -70,32 +70,6 @@ static double weight(Occ *o, IrVal v)
     /* at most one element per thread (a reduction's result): a scalar, weighs 0 like them */
     if (ir_ty_numel(t) <= o->threads) return 0;
     return regs * (bytes < 2 ? 0.25 : bytes / 4.0);
-}
-
-static void mark_free(Occ *o, IrOp *op)
-{
-    IrFunc *f = o->f;
-    bool fr;
-    switch ((IrOpcode)op->opc) {
-    case IR_ARANGE: case IR_SPLAT: case IR_CONST: fr = true; break;
-    case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_ADDPTR:
-        fr = true;
-        for (uint32_t k = 0; k < op->nopnd; k++) {
-            IrVal x = ir_opnd(f, op, k);
-            IrType xt = ir_vty(f, x);
-            if (xt.kind == TY_TILE && xt.rank > 0 && !o->free_[x]) fr = false;
-        }
-        break;
-    default:
-        fr = (ir_opinfo[op->opc].flags & IR_PURE) && (ir_opinfo[op->opc].flags & IR_ELEM) && op->nregion == 0;
-        for (uint32_t k = 0; fr && k < op->nopnd; k++) {
-            IrVal x = ir_opnd(f, op, k);
-            IrType xt = ir_vty(f, x);
-            if (xt.kind == TY_TILE && xt.rank > 0 && !o->free_[x]) fr = false;
-        }
-        break;
-    }
-    for (uint32_t i = 0; i < op->nres; i++) o->free_[ir_res(op, i)] = fr;
 }
 
 /* The block defining v. */
@@ -129,7 +103,6 @@ static double peak(Occ *o, IrBlk b)
     for (uint32_t i = 0; i < B->nargs; i++) o->last[B->args[i]] = 0;
     for (uint32_t i = 0; i < B->nops; i++) {
         IrOp *op = ir_op(f, B->ops[i]);
-        mark_free(o, op);
         for (uint32_t k = 0; k < op->nres; k++) o->last[ir_res(op, k)] = i;
     }
     /* uses overwrite: a value's last use is the largest index using it */
@@ -218,6 +191,7 @@ int cg_min_ctas(IrFunc *f, const IrTarget *tg, int warps, CgOccupancy *occ)
         }
     int threads = 32 * warps;
     Occ o = {f, threads, tl_xcalloc(f->nvals, 1), tl_xcalloc(f->nvals, 1), tl_xcalloc(f->nvals, sizeof(uint32_t))};
+    ir_free_values(f, o.free_);
     mark_streamed(&o);
     double p = peak(&o, f->body);
     if (getenv("TILEC_OCC_DEBUG")) fprintf(stderr, "occupancy: %s peak %.1f regs/thread\n", f->name, p);

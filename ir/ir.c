@@ -33,7 +33,7 @@ bool dt_from_name(const char *s, size_t n, DType *out)
 }
 
 const IrOpInfo ir_opinfo[IR_NUM_OPS] = {
-#define OP(id, name, mino, maxo, nres, nreg, flags) {name, mino, maxo, nres, nreg, flags},
+#define OP(id, name, mino, maxo, nres, nreg, flags, layout) {name, mino, maxo, nres, nreg, flags, IR_LAYOUT_##layout},
 #include "ops.def"
 #undef OP
 };
@@ -462,6 +462,37 @@ bool ir_op_holds_reduction(IrFunc *f, const IrOp *op)
             if (ir_op_holds_reduction(f, &f->ops[B->ops[i]])) return true;
     }
     return false;
+}
+
+bool ir_op_free(IrFunc *f, const IrOp *op, const uint8_t *free_)
+{
+    if (!(ir_opinfo[op->opc].flags & IR_REMAT) || op->nres != 1 || op->nregion) return false;
+    IrType rt = ir_vty(f, ir_res(op, 0));
+    if (rt.kind != TY_TILE || rt.rank == 0) return false;
+    for (uint32_t k = 0; k < op->nopnd; k++) {
+        IrVal x = ir_opnd(f, op, k);
+        IrType xt = ir_vty(f, x);
+        if (xt.kind != TY_TILE) return false;
+        if (xt.rank > 0 && !free_[x]) return false;
+    }
+    return true;
+}
+
+static void free_block(IrFunc *f, IrBlk b, uint8_t *out)
+{
+    const IrBlock *B = &f->blocks[b];
+    for (uint32_t i = 0; i < B->nops; i++) {
+        IrOp *op = &f->ops[B->ops[i]];
+        for (uint32_t r = 0; r < op->nregion; r++) free_block(f, op->region[r], out);
+        if (op->nres == 1) out[ir_res(op, 0)] = ir_op_free(f, op, out);
+    }
+}
+
+void ir_free_values(IrFunc *f, uint8_t *out)
+{
+    memset(out, 0, f->nvals);
+    if (f->grid) free_block(f, f->grid, out);
+    if (f->body) free_block(f, f->body, out);
 }
 
 uint32_t *ir_use_counts(IrFunc *f)

@@ -76,13 +76,18 @@ void ir_ty_print(StrBuf *b, IrType t);
 
 /* ---- ops -------------------------------------------------------------- */
 typedef enum IrOpcode {
-#define OP(id, name, mino, maxo, nres, nreg, flags) IR_##id,
+#define OP(id, name, mino, maxo, nres, nreg, flags, layout) IR_##id,
 #include "ops.def"
 #undef OP
     IR_NUM_OPS
 } IrOpcode;
 
-enum { IR_PURE = 1, IR_ELEM = 2, IR_COMM = 4, IR_TERM = 8, IR_MEM = 16, IR_CF = 32 };
+enum { IR_PURE = 1, IR_ELEM = 2, IR_COMM = 4, IR_TERM = 8, IR_MEM = 16, IR_CF = 32, IR_REMAT = 64 };
+
+/* How the layout pass lays out an op's results (the layout column of ops.def). */
+typedef enum IrLayoutRule {
+    IR_LAYOUT_NONE, IR_LAYOUT_ELEM, IR_LAYOUT_ANCHOR, IR_LAYOUT_SLICE, IR_LAYOUT_LIKE0, IR_LAYOUT_CUSTOM
+} IrLayoutRule;
 
 typedef struct IrOpInfo {
     const char *name;
@@ -90,6 +95,7 @@ typedef struct IrOpInfo {
     int8_t nres;               /* -1: any */
     uint8_t nregion;
     uint16_t flags;
+    uint8_t layout;            /* IrLayoutRule */
 } IrOpInfo;
 extern const IrOpInfo ir_opinfo[IR_NUM_OPS];
 bool ir_opcode_from_name(const char *s, size_t n, IrOpcode *out);
@@ -256,6 +262,18 @@ uint32_t *ir_use_counts(IrFunc *f);
 /* Whether op is a cross-thread reduction (reduce_*, argmax/argmin, cumsum, sort,
  * topk: lowered through shuffles and barriers) or holds one in its regions. */
 bool ir_op_holds_reduction(IrFunc *f, const IrOp *op);
+/* Free values: tiles (rank >= 1) that codegen recomputes in whatever layout a
+ * user needs, at no cost and without moving data between threads.  A value is
+ * free when its op is IR_REMAT (ops.def) and every operand is a scalar or a
+ * free tile: arange, splat, and elementwise and shape ops (broadcast,
+ * expand_dims, reshape) of such values.  Block arguments are never free.
+ * ir_op_free: whether op's result is free given what `free_` says of its
+ * operands (for a caller that walks values in its own order);
+ * ir_free_values: out[v] for every value of f (f->nvals entries), walking
+ * the blocks in program order.  The layout pass, codegen (lower.c) and the
+ * occupancy estimate all ask these. */
+bool ir_op_free(IrFunc *f, const IrOp *op, const uint8_t *free_);
+void ir_free_values(IrFunc *f, uint8_t *out);
 
 /* ---- whole-function services (each in its own file) --------------------- */
 /* print.c: deterministic text.  Values are renumbered in order of definition;

@@ -1,6 +1,7 @@
 /* layout.c: the linear-layout algebra (see layout.h). */
 #include "layout.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int ilog2(int64_t x)
@@ -641,6 +642,43 @@ bool layout_wgmma_shape(const IrTarget *t, IrType at, IrType bt, int warps, Wgmm
     if (!layout_wgmma_strides(&SB, LL_WGMMA_B, w.instr_n, &lbo, &sbo)) return false;
     if (out) *out = w;
     return true;
+}
+
+const char *layout_dot_instr_name(DotInstr i)
+{
+    static const char *const names[] = {"fma", "mma.sync", "wgmma"};
+    return names[i];
+}
+
+void layout_dot_plan(IrType at, IrType bt, IrType ct, int warps, const IrTarget *t, DotPlan *out)
+{
+    memset(out, 0, sizeof *out);
+    out->wm = warps >= 4 ? warps / 2 : warps;
+    out->wn = warps / out->wm;
+    if (layout_wgmma_shape(t, at, bt, warps, &out->w)) {
+        out->instr = LL_DOT_WGMMA;
+        out->acc = layout_wgmma_acc(ct, out->w.wgm, out->w.wgn, out->w.instr_n);
+        snprintf(out->reason, sizeof out->reason, "%s, %d x %d warpgroups, m64n%dk%d", t->name, out->w.wgm, out->w.wgn,
+                 out->w.instr_n, out->w.instr_k);
+        return;
+    }
+    int M = ct.dims[0], N = ct.dims[1], K = at.dims[1];
+    bool tiles = M % (16 * out->wm) == 0 && N % (8 * out->wn) == 0;
+    bool b16 = at.dt == DT_F16 || at.dt == DT_BF16;
+    if (tiles) out->acc = layout_mma_acc(ct, out->wm, out->wn);
+    else out->acc = layout_default(ct, warps);
+    if (tiles && b16 && K % 16 == 0) {
+        out->instr = LL_DOT_MMA;
+        snprintf(out->reason, sizeof out->reason, "%s operands over %d x %d warps", dt_name[at.dt], out->wm, out->wn);
+        return;
+    }
+    out->instr = LL_DOT_FMA;
+    if (!tiles)
+        snprintf(out->reason, sizeof out->reason, "[%d, %d] does not tile %d x %d warps of m16n8", M, N, out->wm, out->wn);
+    else if (!b16)
+        snprintf(out->reason, sizeof out->reason, "%s operands (mma.sync takes f16/bf16)", dt_name[at.dt]);
+    else
+        snprintf(out->reason, sizeof out->reason, "K = %d is not a multiple of 16", K);
 }
 
 static void print_basis(StrBuf *b, const Layout *L, uint32_t v)

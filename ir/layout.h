@@ -208,6 +208,33 @@ typedef struct WgmmaShape {
 } WgmmaShape;
 bool layout_wgmma_shape(const IrTarget *t, IrType at, IrType bt, int warps, WgmmaShape *out);
 
+/* ---- the DOT plan: one decision for the layout pass and codegen ---------- */
+
+/* How a DOT of a [M, K] x b [K, N] (types at, bt) into an f32 result ct runs
+ * over `warps` warps when compiling for target t (the module's; NULL: none):
+ *   LL_DOT_WGMMA  layout_wgmma_shape holds (t has IR_TGT_WGMMA): wgmma over w's
+ *                 warpgroups, the result in layout_wgmma_acc;
+ *   LL_DOT_MMA    f16/bf16 operands, K a multiple of 16, M of 16 wm and N of
+ *                 8 wn (the warp grid wm x wn: wm = warps / 2 from 4 warps
+ *                 on): mma.sync m16n8k16, the result in layout_mma_acc;
+ *   LL_DOT_FMA    otherwise: exact f32 FMAs, the result in layout_mma_acc
+ *                 where the shape tiles the warp grid, else the default
+ *                 blocked layout.
+ * The layout pass gives the result `acc`; codegen (lower_dot.c) issues
+ * `instr` and treats a result in another layout as an internal error.
+ * `reason` says why, for messages and remarks. */
+typedef enum { LL_DOT_FMA, LL_DOT_MMA, LL_DOT_WGMMA } DotInstr;
+typedef struct DotPlan {
+    DotInstr instr;
+    int wm, wn;          /* the mma.sync warp grid */
+    WgmmaShape w;        /* LL_DOT_WGMMA: warpgroups and instruction shape */
+    Layout acc;          /* the layout of the result (and of the accumulator operand) */
+    char reason[128];
+} DotPlan;
+void layout_dot_plan(IrType at, IrType bt, IrType ct, int warps, const IrTarget *t, DotPlan *out);
+/* "wgmma", "mma.sync", "fma" */
+const char *layout_dot_instr_name(DotInstr i);
+
 /* Text form for --dump-after=layout: each input bit's basis as coordinates,
  * e.g. #linear<reg=[[0,1],[0,2]], lane=[[0,4],...], warp=[[1,0]]>. */
 void layout_print(StrBuf *b, const Layout *L);

@@ -3,14 +3,18 @@
  * Gives every tile value of rank >= 1 a distributed layout (ir/layout.h) in
  * f->layouts / f->val_layout.  Scalars, views and shared-memory buffers
  * (smem<T>[S, ...]: they live in shared memory, not in threads) get none.
+ * Each op's rule is the layout column of ir/ops.def (ELEM, ANCHOR, SLICE,
+ * LIKE0, NONE); only the CUSTOM ops (shape ops, DOT, control flow) have code
+ * of their own here (assign_custom).  Free values are ir_free_values'.
  * Algorithm:
  *   1. Anchors.  Ops whose layout is dictated by what they do: block loads
  *      and stores, reads of a shared-memory stage (smem_read: the block load
  *      the pipeline made asynchronous, in the layout that load had) and
  *      pointer tiles built from arange/splat take the default blocked layout
  *      (16-byte vectors along the last dim; a pointer tile's vectors are 16
- *      bytes of its pointees, not of pointers); DOT results take the wgmma
- *      (sm_90a) or mma.sync accumulator layout where the shape allows, and a
+ *      bytes of its pointees, not of pointers); DOT results take the
+ *      accumulator layout of their plan (layout_dot_plan: wgmma on sm_90a,
+ *      mma.sync, or FMA, which codegen follows), and a
  *      DOT_WAIT's result the layout of the accumulator it completes (the same
  *      registers); a reduction's result is the slice of its operand's layout
  *      (no data moves).
@@ -46,7 +50,10 @@ typedef struct LayoutState {
     IrFunc *f;
     int warps;
     uint32_t *parent;   /* per value: layout index the value's layout was sliced from (0: none) */
-    uint8_t *free_;     /* per value: rematerialisable anywhere */
+    uint8_t *loose;     /* per value, while propagating: wants no layout of its own (a free
+                         * value, or one made only of free values and loop arguments whose
+                         * layout is still to be seeded from what the loop yields) */
+    uint8_t *free_;     /* per value: free (ir_free_values), never converted */
 } LayoutState;
 
 static uint32_t intern(IrFunc *f, const Layout *L)
@@ -139,14 +146,14 @@ static bool seed_args(LayoutState *s, const IrVal *args, const IrVal *from, uint
         if (!is_tile(s->f, args[i])) continue;
         const Layout *L = get(s, from[i]);
         if (!L) continue;
-        if (only_free && !s->free_[args[i]]) continue;
+        if (only_free && !s->loose[args[i]]) continue;
         uint32_t li = intern(s->f, L);
         if (s->f->val_layout[args[i]] != li) {
             s->f->val_layout[args[i]] = li;
             s->parent[args[i]] = s->parent[from[i]];
             changed = true;
         }
-        s->free_[args[i]] = 0;
+        s->loose[args[i]] = 0;
     }
     return changed;
 }
@@ -158,7 +165,7 @@ static void copy_facts(LayoutState *s, IrVal to, IrVal from)
     if (!is_tile(s->f, to)) return;
     s->f->val_layout[to] = s->f->val_layout[from];
     s->parent[to] = s->parent[from];
-    s->free_[to] = 0;
+    s->loose[to] = 0;
 }
 
 /* A loop: the carried values args[0..n) enter from inits and come back from
@@ -171,7 +178,7 @@ static void assign_loop(LayoutState *s, IrOp *op, const IrVal *args, const IrVal
         if (!is_tile(f, args[i])) continue;
         f->val_layout[args[i]] = f->val_layout[inits[i]];
         s->parent[args[i]] = s->parent[inits[i]];
-        s->free_[args[i]] = s->free_[inits[i]];
+        s->loose[args[i]] = s->loose[inits[i]];
     }
     IrBlk first = op->region[0], last = op->opc == IR_WHILE ? op->region[1] : op->region[0];
     for (int round = 0; round < 4; round++) {
@@ -189,35 +196,20 @@ static void assign_loop(LayoutState *s, IrOp *op, const IrVal *args, const IrVal
     }
 }
 
-static void assign_op(LayoutState *s, IrOp *op)
+/* The ops whose layout rule (ops.def) is CUSTOM. */
+static void assign_custom(LayoutState *s, IrOp *op)
 {
     IrFunc *f = s->f;
     IrVal r0 = op->nres ? ir_res(op, 0) : IR_NONE;
-    const IrOpInfo *info = &ir_opinfo[op->opc];
     switch ((IrOpcode)op->opc) {
-    case IR_SPLAT:
-    case IR_ARANGE:
-    case IR_CONST:
-        set_default(s, r0);
-        s->free_[r0] = 1;
-        return;
-    case IR_REDUCE_SUM: case IR_REDUCE_MAX: case IR_REDUCE_MIN: case IR_ARGMAX: case IR_ARGMIN: {
-        IrVal x = ir_opnd(f, op, 0);
-        const Layout *L = get(s, x);
-        if (!is_tile(f, r0) || !L) return;
-        Layout S = layout_slice(L, (int)op->attr.i);
-        set(s, r0, &S);
-        s->parent[r0] = f->val_layout[x];
-        return;
-    }
     case IR_EXPAND_DIMS: {
         IrVal x = ir_opnd(f, op, 0);
         const Layout *L = get(s, x);
-        if (!L) { set_default(s, r0); s->free_[r0] = s->free_[x]; return; }
+        s->loose[r0] = ir_op_free(f, op, s->loose);
+        if (!L) { set_default(s, r0); return; }
         Layout R = insert_dim(L, (int)op->attr.i);
         set(s, r0, &R);
         s->parent[r0] = s->parent[x];
-        s->free_[r0] = s->free_[x];
         return;
     }
     case IR_RESHAPE: {
@@ -225,14 +217,14 @@ static void assign_op(LayoutState *s, IrOp *op)
          * (flat-index bits) are a layout of the new shape as they are */
         IrVal x = ir_opnd(f, op, 0);
         const Layout *L = get(s, x);
-        if (!L) { set_default(s, r0); s->free_[r0] = s->free_[x]; return; }
+        s->loose[r0] = ir_op_free(f, op, s->loose);
+        if (!L) { set_default(s, r0); return; }
         Layout R = *L;
         IrType rt = ir_vty(f, r0);
         R.rank = rt.rank;
         memset(R.dimbits, 0, sizeof R.dimbits);
         for (int d = 0; d < rt.rank; d++) R.dimbits[d] = (uint8_t)__builtin_ctz((unsigned)rt.dims[d]);
         set(s, r0, &R);
-        s->free_[r0] = s->free_[x];
         return;
     }
     case IR_BROADCAST: {
@@ -246,39 +238,29 @@ static void assign_op(LayoutState *s, IrOp *op)
         } else {
             set_default(s, r0);
         }
-        s->free_[r0] = s->free_[x];
+        s->loose[r0] = ir_op_free(f, op, s->loose);
         return;
     }
     case IR_DOT: {
-        IrType t = ir_vty(f, r0);
-        /* with wgmma: its accumulator, which codegen (lower_dot.c) checks
-         * for with the same layout_wgmma_shape before issuing wgmma */
-        WgmmaShape w;
-        if (f->mod &&
-            layout_wgmma_shape(f->mod->target, ir_vty(f, ir_opnd(f, op, 0)), ir_vty(f, ir_opnd(f, op, 1)), s->warps, &w)) {
-            Layout L = layout_wgmma_acc(t, w.wgm, w.wgn, w.instr_n);
-            set(s, r0, &L);
-            /* an operand transposed on the way in (B given as [N, K]) keeps
-             * its source's threads: codegen then renames registers instead of
-             * moving the tile, and stores it K-major for wgmma (users that
-             * wanted the old layout get a conversion in step 4) */
-            for (uint32_t k = 0; k < 2; k++) {
-                uint32_t d = ir_def(f, ir_opnd(f, op, k));
-                if (d == UINT32_MAX || ir_op(f, d)->opc != IR_TRANS) continue;
-                IrOp *tr = ir_op(f, d);
-                const Layout *X = get(s, ir_opnd(f, tr, 0));
-                if (!X) continue;
-                Layout T = layout_transpose(X, tr->attr.shape);
-                set(s, ir_res(tr, 0), &T);
-            }
-            return;
-        }
-        int wm = s->warps >= 4 ? s->warps / 2 : s->warps, wn = s->warps / wm;
-        if (t.dims[0] % (16 * wm) == 0 && t.dims[1] % (8 * wn) == 0) {
-            Layout L = layout_mma_acc(t, wm, wn);
-            set(s, r0, &L);
-        } else {
-            set_default(s, r0);
+        /* the accumulator layout of the instruction the DOT plan picks, the
+         * same plan codegen (lower_dot.c) follows */
+        DotPlan plan;
+        layout_dot_plan(ir_vty(f, ir_opnd(f, op, 0)), ir_vty(f, ir_opnd(f, op, 1)), ir_vty(f, r0), s->warps,
+                        f->mod ? f->mod->target : NULL, &plan);
+        set(s, r0, &plan.acc);
+        if (plan.instr != LL_DOT_WGMMA) return;
+        /* an operand transposed on the way in (B given as [N, K]) keeps
+         * its source's threads: codegen then renames registers instead of
+         * moving the tile, and stores it K-major for wgmma (users that
+         * wanted the old layout get a conversion in step 4) */
+        for (uint32_t k = 0; k < 2; k++) {
+            uint32_t d = ir_def(f, ir_opnd(f, op, k));
+            if (d == UINT32_MAX || ir_op(f, d)->opc != IR_TRANS) continue;
+            IrOp *tr = ir_op(f, d);
+            const Layout *X = get(s, ir_opnd(f, tr, 0));
+            if (!X) continue;
+            Layout T = layout_transpose(X, tr->attr.shape);
+            set(s, ir_res(tr, 0), &T);
         }
         return;
     }
@@ -309,65 +291,81 @@ static void assign_op(LayoutState *s, IrOp *op)
         for (uint32_t i = 0; i < op->nres; i++) {
             IrVal a = f->opnds[yt->opnd + i], b = f->opnds[ye->opnd + i], r = ir_res(op, i);
             if (!is_tile(f, r)) continue;
-            IrVal pick = s->free_[a] && !s->free_[b] ? b : a;
+            IrVal pick = s->loose[a] && !s->loose[b] ? b : a;
             f->val_layout[r] = f->val_layout[pick];
             s->parent[r] = s->parent[pick];
         }
         return;
     }
-    case IR_SMEM_READ:
-        set_default(s, r0);
-        return;
-    case IR_DOT_WAIT: {
-        /* the accumulator's registers, once its asynchronous dots are done:
-         * a loop-carried accumulator keeps the DOT's layout through the loop
-         * and after it, with no conversion */
-        if (!is_tile(f, r0)) return;
-        IrVal x = ir_opnd(f, op, 0);
-        f->val_layout[r0] = f->val_layout[x];
-        s->parent[r0] = s->parent[x];
-        return;
-    }
-    case IR_ATOMIC_ADD: case IR_ATOMIC_MAX: case IR_ATOMIC_MIN: case IR_ATOMIC_CAS: {
-        /* one lane per pointer: the result takes the pointers' layout */
-        const Layout *P = get(s, ir_opnd(f, op, 0));
-        if (P && shape_matches(P, ir_vty(f, r0))) set(s, r0, P);
-        else set_default(s, r0);
-        return;
-    }
-    case IR_TOPK:
-        set_default(s, ir_res(op, 0));
-        set_default(s, ir_res(op, 1));
-        return;
     default:
+        tl_fatal("layout", "%s has the CUSTOM layout rule in ops.def but no code here", ir_opinfo[op->opc].name);
+    }
+}
+
+/* An op's results by its layout rule (ops.def). */
+static void assign_op(LayoutState *s, IrOp *op)
+{
+    IrFunc *f = s->f;
+    IrVal r0 = op->nres ? ir_res(op, 0) : IR_NONE;
+    switch ((IrLayoutRule)ir_opinfo[op->opc].layout) {
+    case IR_LAYOUT_NONE:
+        for (uint32_t i = 0; i < op->nres; i++)
+            if (is_tile(f, ir_res(op, i)))
+                tl_fatal("layout", "%s has a tile result but the NONE layout rule in ops.def", ir_opinfo[op->opc].name);
+        return;
+    case IR_LAYOUT_ANCHOR:
+        for (uint32_t i = 0; i < op->nres; i++) set_default(s, ir_res(op, i));
+        if (r0) s->loose[r0] = ir_op_free(f, op, s->loose);
+        return;
+    case IR_LAYOUT_SLICE: {
+        /* a reduction: no data moves, the result is the operand's layout without the axis */
+        IrVal x = ir_opnd(f, op, 0);
+        const Layout *L = get(s, x);
+        if (!is_tile(f, r0) || !L) return;
+        Layout S = layout_slice(L, (int)op->attr.i);
+        set(s, r0, &S);
+        s->parent[r0] = f->val_layout[x];
+        return;
+    }
+    case IR_LAYOUT_LIKE0: {
+        /* atomics: one lane per pointer; dot_wait: the accumulator's registers, once its
+         * asynchronous dots are done (a loop-carried accumulator keeps the DOT's layout
+         * through the loop and after it, with no conversion) */
+        IrVal x = ir_opnd(f, op, 0);
+        const Layout *P = get(s, x);
+        if (!is_tile(f, r0)) return;
+        if (P && shape_matches(P, ir_vty(f, r0))) {
+            f->val_layout[r0] = f->val_layout[x];
+            s->parent[r0] = s->parent[x];
+        } else {
+            set_default(s, r0);
+        }
+        return;
+    }
+    case IR_LAYOUT_CUSTOM:
+        assign_custom(s, op);
+        return;
+    case IR_LAYOUT_ELEM:
         break;
     }
     if (!r0) return;
-    /* elementwise and the rest: the first operand that is a tile and not free */
+    /* elementwise: the first operand that is a tile and not free */
     IrVal pick = IR_NONE;
-    bool all_free = true;
-    for (uint32_t k = 0; k < op->nopnd; k++) {
+    for (uint32_t k = 0; k < op->nopnd && !pick; k++) {
         IrVal v = ir_opnd(f, op, k);
-        if (!is_tile(f, v)) continue;
-        if (!s->free_[v]) {
-            if (!pick) pick = v;
-            all_free = false;
-        }
+        if (is_tile(f, v) && !s->loose[v]) pick = v;
     }
     if (!pick)
         for (uint32_t k = 0; k < op->nopnd && !pick; k++)
             if (is_tile(f, ir_opnd(f, op, k))) pick = ir_opnd(f, op, k);
     IrType rt = ir_vty(f, r0);
     const Layout *L = pick ? get(s, pick) : NULL;
-    bool elem = (info->flags & IR_ELEM) || op->opc == IR_LOAD || op->opc == IR_CUMSUM || op->opc == IR_SORT ||
-                op->opc == IR_ATOMIC_ADD || op->opc == IR_ATOMIC_MAX || op->opc == IR_ATOMIC_MIN ||
-                op->opc == IR_ATOMIC_CAS;
-    if (elem && L && shape_matches(L, rt)) {
+    if (L && shape_matches(L, rt)) {
         uint32_t li = intern(f, L);
         for (uint32_t i = 0; i < op->nres; i++)
             if (is_tile(f, ir_res(op, i))) f->val_layout[ir_res(op, i)] = li;
         s->parent[r0] = s->parent[pick];
-        s->free_[r0] = (info->flags & IR_PURE) && all_free;
+        s->loose[r0] = ir_op_free(f, op, s->loose);
         return;
     }
     for (uint32_t i = 0; i < op->nres; i++) set_default(s, ir_res(op, i));
@@ -530,12 +528,14 @@ static void insert_conversions(LayoutState *s, IrBlk b, ConvCache *cache)
 void pass_layout(IrFunc *f, PassCtx *cx)
 {
     if (!f->warps) f->warps = choose_warps(f);
-    LayoutState s = {f, f->warps, NULL, NULL};
+    LayoutState s = {f, f->warps, NULL, NULL, NULL};
     ir_func_reset_layouts(f);
     f->nlayouts = 0;
     s.parent = tl_xcalloc(f->nvals, sizeof(uint32_t));
-    s.free_ = tl_xcalloc(f->nvals, 1);
+    s.loose = tl_xcalloc(f->nvals, 1);
     assign_block(&s, f->body);
+    s.free_ = tl_xcalloc(f->nvals, 1);
+    ir_free_values(f, s.free_);
     ConvCache cache = {0};
     insert_conversions(&s, f->body, &cache);
     free(cache.e);
@@ -548,6 +548,7 @@ void pass_layout(IrFunc *f, PassCtx *cx)
     }
     free(uses);
     free(s.parent);
+    free(s.loose);
     free(s.free_);
     cx->changed = true;
 }

@@ -368,10 +368,12 @@ def moe():
     equal("moe_permute", ok, True)
 
     Kd, Nd = 48, 40
-    npy_write(tmpfile("sorted.npy"), "<i4", [n], sidx)
+    sidx_pad = sidx + [-1, n * 3]          # two padding slots (negative, past T * TOPK): zero rows
+    npy_write(tmpfile("sorted.npy"), "<i4", [n + 2], sidx_pad)
     r = run("moe.tile", "moe_gather_rows", ["X=f32[%d,%d]" % (T, Kd), "sorted_idx=" + tmpfile("sorted.npy"),
-            "n=%d" % n, "Xs=f32[%d,%d]" % (n, Kd)], ["X", "Xs"], ["T=f32", "TOPK=4", "BR=16", "BK=32"])
-    equal("moe_gather_rows", r["Xs"], [r["X"][(sidx[s] // K) * Kd + c] for s in range(n) for c in range(Kd)])
+            "n=%d" % (n + 2), "Xs=f32[%d,%d]" % (n + 2, Kd)], ["X", "Xs"], ["T=f32", "TOPK=4", "BK=32"])
+    equal("moe_gather_rows", r["Xs"], [r["X"][(sidx[s] // K) * Kd + c] for s in range(n) for c in range(Kd)] +
+          [0.0] * (2 * Kd))
 
     r = run("moe.tile", "moe_grouped_gemm", ["A=bf16[%d,%d]" % (n, Kd), "W=bf16[%d,%d,%d]" % (E, Nd, Kd),
             "offsets=" + tmpfile("offsets.npy"), "C=bf16[%d,%d]" % (n, Nd), "max_rows=%d" % max(counts)],
@@ -382,11 +384,179 @@ def moe():
                                        for row in range(n) for j in range(Nd)], 4e-3, 1e-3)
 
 
+def sigm(x):
+    return 1 / (1 + math.exp(-x))
+
+
+def moe_route():
+    """moe_topk_softmax at E = 200 of NE = 256 (top-8), and moe_route_dsv3 (DeepSeek-V3's grouped
+    routing) at a ragged T, at E = 64 in 8 groups and at the defaults (E = 256) with T = 1."""
+    T, E, K = 5, 200, 8
+    r = run("moe.tile", "moe_topk_softmax", ["logits=f32[%d,%d]" % (T, E), "weights=f32[%d,%d]" % (T, K),
+            "ids=i32[%d,%d]" % (T, K), "renorm=1"], ["logits", "weights", "ids"], ["NE=256", "TOPK=8", "BT=4"])
+    L, rw, ri = r["logits"], [], []
+    for t in range(T):
+        e = [math.exp(x - max(L[t * E:(t + 1) * E])) for x in L[t * E:(t + 1) * E]]
+        top = sorted(range(E), key=lambda j: (-e[j], j))[:K]
+        rw += [e[j] / sum(e[j] for j in top) for j in top]
+        ri += top
+    close("moe_topk_softmax E=200 NE=256 top-8 weights", r["weights"], rw, 1e-5, 1e-7)
+    equal("moe_topk_softmax E=200 NE=256 top-8 ids", r["ids"], ri)
+    for T, E, d in ((9, 64, ["NE=64"]), (1, 256, [])):
+        NG, TG, K, scale = 8, 4, 8, 2.5
+        r = run("moe.tile", "moe_route_dsv3", ["logits=f32[%d,%d]" % (T, E), "bias=f32[%d]" % E,
+                "weights=f32[%d,%d]" % (T, K), "ids=i32[%d,%d]" % (T, K), "scale=%r" % scale],
+                ["logits", "bias", "weights", "ids"], d)
+        L, B, rw, ri = r["logits"], r["bias"], [], []
+        for t in range(T):
+            s = [sigm(x) for x in L[t * E:(t + 1) * E]]
+            c = [s[j] + B[j] for j in range(E)]
+            gs = E // NG
+            gscore = [sum(sorted(c[g * gs:(g + 1) * gs], reverse=True)[:2]) for g in range(NG)]
+            keep = sorted(range(NG), key=lambda g: (-gscore[g], g))[:TG]
+            cand = [j for j in range(E) if j // gs in keep]
+            top = sorted(cand, key=lambda j: (-c[j], j))[:K]
+            w = [s[j] for j in top]
+            rw += [x / (sum(w) + 1e-20) * scale for x in w]
+            ri += top
+        close("moe_route_dsv3 T=%d E=%d weights" % (T, E), r["weights"], rw, 1e-5, 1e-7)
+        equal("moe_route_dsv3 T=%d E=%d ids" % (T, E), r["ids"], ri)
+
+
+def align_ref(ids, E, BM, max_blocks):
+    """offsets (padded), sorted_ids ([0, total): rows of an expert in order, then -1s), block_expert."""
+    counts = [ids.count(e) for e in range(E)]
+    padded = [(c + BM - 1) // BM * BM for c in counts]
+    offs = [0]
+    for p in padded:
+        offs.append(offs[-1] + p)
+    sorted_ids = []
+    for e in range(E):
+        rows = [i for i, x in enumerate(ids) if x == e]
+        sorted_ids += rows + [-1] * (padded[e] - len(rows))
+    be = []
+    for e in range(E):
+        be += [e] * (padded[e] // BM)
+    be += [-1] * (max_blocks - len(be))
+    return offs, sorted_ids, be
+
+
+def moe_align():
+    """The align step, in one program (moe_align_small) and in three kernels (moe_count,
+    moe_align_offsets, moe_align_scatter): ragged routings with experts of 0 rows, one expert with
+    every row, T = 1; E = 20 (not a multiple of any block)."""
+    rng = random.Random(5)
+    E, K = 20, 4
+    cases = [("ragged", [rng.choice([0, 1, 3, 4, 7, 8, 12, 19]) for _ in range(29 * K)], 16, ["NB=128", "NBLK=8"]),
+             ("one expert", [7] * (25 * K), 16, ["NB=128", "NBLK=8"]),
+             ("T=1", [3, 19, 0, 11], 128, ["NB=128"])]
+    for name, ids, BM, d in cases:
+        n = len(ids)
+        max_blocks = (n + BM - 1) // BM + E
+        offs, sref, be = align_ref(ids, E, BM, max_blocks)
+        total = offs[-1]
+        npy_write(tmpfile("ids.npy"), "<i4", [n], ids)
+        for f, size in (("offsets", E + 1), ("slot_of", n), ("sorted_ids", n + E * BM), ("block_expert", max_blocks)):
+            npy_write(tmpfile(f + ".npy"), "<i4", [size], [-7] * size)
+        bufs = ["offsets=" + tmpfile("offsets.npy"), "slot_of=" + tmpfile("slot_of.npy"),
+                "sorted_ids=" + tmpfile("sorted_ids.npy"), "block_expert=" + tmpfile("block_expert.npy")]
+        r = run("moe.tile", "moe_align_small", ["ids=" + tmpfile("ids.npy"), "n=%d" % n, "n_experts=%d" % E] + bufs +
+                ["max_blocks=%d" % max_blocks], ["offsets", "slot_of", "sorted_ids", "block_expert"],
+                d + ["NE=32", "BM=%d" % BM])
+        equal("moe_align_small %s offsets" % name, r["offsets"], offs)
+        equal("moe_align_small %s sorted_ids" % name, r["sorted_ids"][:total], sref)
+        equal("moe_align_small %s slot_of" % name, r["slot_of"], [sref.index(i) for i in range(n)])
+        equal("moe_align_small %s block_expert" % name, r["block_expert"], be)
+
+        npy_write(tmpfile("counts.npy"), "<i4", [E], [0] * E)
+        for f, size in (("offsets", E + 1), ("slot_of", n), ("sorted_ids", n + E * BM), ("block_expert", max_blocks)):
+            npy_write(tmpfile(f + ".npy"), "<i4", [size], [-7] * size)
+        counts = run("moe.tile", "moe_count", ["ids=" + tmpfile("ids.npy"), "n=%d" % n,
+                     "counts=" + tmpfile("counts.npy")], ["counts"], ["BLOCK=64"])["counts"]
+        npy_write(tmpfile("counts.npy"), "<i4", [E], counts)
+        r = run("moe.tile", "moe_align_offsets", ["counts=" + tmpfile("counts.npy"), "n_experts=%d" % E] +
+                [b for b in bufs if not b.startswith("slot_of")] + ["max_blocks=%d" % max_blocks],
+                ["offsets", "sorted_ids", "block_expert"], ["NE=32", "BM=%d" % BM, "BJ=4"])
+        equal("moe_align_offsets %s offsets" % name, r["offsets"], offs)
+        equal("moe_align_offsets %s block_expert" % name, r["block_expert"], be)
+        npy_write(tmpfile("offsets.npy"), "<i4", [E + 1], r["offsets"])
+        npy_write(tmpfile("sorted_ids.npy"), "<i4", [n + E * BM], r["sorted_ids"])
+        r = run("moe.tile", "moe_align_scatter", ["ids=" + tmpfile("ids.npy"), "n=%d" % n,
+                "offsets=" + tmpfile("offsets.npy"), "counts=" + tmpfile("counts.npy"),
+                "slot_of=" + tmpfile("slot_of.npy"), "sorted_ids=" + tmpfile("sorted_ids.npy")],
+                ["counts", "slot_of", "sorted_ids"], ["BLOCK=64"])
+        got = r["sorted_ids"][:total]
+        # the order inside an expert is the programs' order: compare each expert's set of rows
+        same = all(sorted(got[offs[e]:offs[e + 1]]) == sorted(sref[offs[e]:offs[e + 1]]) for e in range(E))
+        equal("moe_align_scatter %s sorted_ids" % name, same, True)
+        equal("moe_align_scatter %s slot_of" % name, [got[r["slot_of"][i]] for i in range(n)], list(range(n)))
+        equal("moe_align_scatter %s counts back to 0" % name, r["counts"], [0] * E)
+
+
+def moe_layer():
+    """The memory-bound steps of the layer on an align step's slots: moe_permute_rows (bf16) and
+    moe_permute_rows_fp8 (1 x 128 scales), moe_swiglu(_fp8) over the padded rows up to *nrows,
+    moe_combine; ragged columns (300: not a multiple of any block)."""
+    rng = random.Random(9)
+    T, E, K, H, BM = 13, 6, 4, 300, 8
+    ids = [rng.choice([0, 2, 3, 5]) for _ in range(T * K)]
+    n = T * K
+    offs, sref, _ = align_ref(ids, E, BM, 0)
+    S = offs[-1] + 3                              # three rows past the total
+    slot_of = [sref.index(i) for i in range(n)]
+    npy_write(tmpfile("slot_of.npy"), "<i4", [n], slot_of)
+    r = run("moe.tile", "moe_permute_rows", ["X=bf16[%d,%d]" % (T, H), "slot_of=" + tmpfile("slot_of.npy"),
+            "n=%d" % n, "Xs=bf16[%d,%d]" % (S, H)], ["X", "Xs"], ["TOPK=4", "BK=128"])
+    X = r["X"]
+    equal("moe_permute_rows", [r["Xs"][slot_of[i] * H + c] for i in range(n) for c in range(H)],
+          [X[(i // K) * H + c] for i in range(n) for c in range(H)])
+    QB = (H + 127) // 128
+    r = run("moe.tile", "moe_permute_rows_fp8", ["X=bf16[%d,%d]" % (T, H), "slot_of=" + tmpfile("slot_of.npy"),
+            "n=%d" % n, "Y=f8e4m3[%d,%d]" % (S, H), "S=f32[%d,%d]" % (S, QB)], ["X", "Y", "S"], ["TOPK=4", "BK=256"])
+    X, Y, Sc = r["X"], r["Y"], r["S"]
+    close("moe_permute_rows_fp8 scales", [Sc[slot_of[i] * QB + b] for i in range(n) for b in range(QB)],
+          [max(max(abs(X[(i // K) * H + c]) for c in range(b * 128, min(H, b * 128 + 128))), 1e-4) / 448
+           for i in range(n) for b in range(QB)], 1e-6, 0)
+    close("moe_permute_rows_fp8 Y * S ~ X", [Y[slot_of[i] * H + c] * Sc[slot_of[i] * QB + c // 128]
+                                            for i in range(n) for c in range(H)],
+          [X[(i // K) * H + c] for i in range(n) for c in range(H)], 2.0 ** -4, 2.0 ** -9 * max(Sc))
+
+    N, M = 150, offs[-1] + 3
+    nrows = offs[-1]
+    npy_write(tmpfile("nrows.npy"), "<i4", [1], [nrows])
+    npy_write(tmpfile("y0.npy"), "<u2", [M, N], [0] * (M * N))
+    r = run("moe.tile", "moe_swiglu", ["X=bf16[%d,%d]" % (M, 2 * N), "Y=" + tmpfile("y0.npy"),
+            "nrows=" + tmpfile("nrows.npy")], ["X", "Y"], ["BK=64"])
+    X = r["X"]
+    ref = [X[i * 2 * N + c] * sigm(X[i * 2 * N + c]) * X[i * 2 * N + N + c] for i in range(nrows) for c in range(N)]
+    close("moe_swiglu (rows < nrows)", r["Y"][:nrows * N], ref, 4e-3, 1e-6)
+    equal("moe_swiglu rows past nrows untouched", r["Y"][nrows * N:], [0.0] * ((M - nrows) * N))
+    QB = (N + 127) // 128
+    r = run("moe.tile", "moe_swiglu_fp8", ["X=bf16[%d,%d]" % (M, 2 * N), "Y=f8e4m3[%d,%d]" % (M, N),
+            "S=f32[%d,%d]" % (M, QB), "nrows=" + tmpfile("nrows.npy")], ["X", "Y", "S"], ["BK=128"])
+    X, Y, Sc = r["X"], r["Y"], r["S"]
+    ref = [X[i * 2 * N + c] * sigm(X[i * 2 * N + c]) * X[i * 2 * N + N + c] for i in range(nrows) for c in range(N)]
+    close("moe_swiglu_fp8 scales", Sc[:nrows * QB], [max(max(abs(ref[i * N + c]) for c in range(b * 128, min(N, b * 128 + 128))),
+                                                         1e-4) / 448 for i in range(nrows) for b in range(QB)], 8e-3, 0)
+    close("moe_swiglu_fp8 Y * S ~ silu(g) u", [Y[i * N + c] * Sc[i * QB + c // 128] for i in range(nrows) for c in range(N)],
+          ref, 2.0 ** -4 + 8e-3, 2.0 ** -9 * max(Sc))
+
+    for ks in ((4,), (1,)):
+        KK = ks[0]
+        sl = slot_of if KK == 4 else [slot_of[t * 4] for t in range(T)]
+        npy_write(tmpfile("slot_of.npy"), "<i4", [T * KK], sl)
+        r = run("moe.tile", "moe_combine", ["Y=bf16[%d,%d]" % (S, H), "slot_of=" + tmpfile("slot_of.npy"),
+                "w=f32[%d,%d]" % (T, KK), "out=bf16[%d,%d]" % (T, H)], ["Y", "w", "out"], ["TOPK=%d" % KK, "BK=128"])
+        Yv, W = r["Y"], r["w"]
+        close("moe_combine TOPK=%d" % KK, r["out"], [sum(W[t * KK + k] * Yv[sl[t * KK + k] * H + c] for k in range(KK))
+                                                     for t in range(T) for c in range(H)], 4e-3, 1e-5)
+
+
 if __name__ == "__main__":
     if not os.access(TILEC, os.X_OK):
         sys.exit("check-stdlib.py: %s is not an executable tilec" % TILEC)
     print("check-stdlib.py: stdlib kernels in the interpreter against float64 references")
-    for c in (gemm, fp8_gemm, fp8_quant, attention, norms, softmax, moe):
+    for c in (gemm, fp8_gemm, fp8_quant, attention, norms, softmax, moe, moe_route, moe_align, moe_layer):
         check(c)
     # every kernel of every stdlib file must have a check here
     for src in sorted(f for f in os.listdir(STDLIB) if f.endswith(".tile")):

@@ -25,6 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmocka.h>
 
 #include "codegen/cg.h"
@@ -429,6 +433,53 @@ static void sm80_keeps_mma_sync(void **state)
     ir_module_free(m);
 }
 
+/* The DOT plan is one decision: a DOT result the layout pass did not put in the
+ * plan's accumulator layout (here the gemm's, moved to the default blocked
+ * layout by hand) makes codegen stop with an internal error naming the plan,
+ * instead of taking a slower path.  Lowered in a child process (tl_fatal aborts). */
+static void dot_outside_plan_is_internal_error(void **state)
+{
+    (void)state;
+    IrModule *m = compile_tile("stdlib/gemm.tile", "gemm", NULL, 0, "sm_80");
+    IrFunc *f = m->funcs[0];
+    IrOp *dot = find_op(f, IR_DOT);
+    IrType ct = ir_vty(f, ir_res(dot, 0));
+    Layout def = layout_default(ct, f->warps);
+    VEC_PUSH(f->layouts, f->nlayouts, f->layoutcap, def);
+    f->val_layout[ir_res(dot, 0)] = f->nlayouts - 1;
+    int err[2];
+    assert_int_equal(pipe(err), 0);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(err[1], 2);
+        close(err[0]);
+        Diag d;
+        diag_init(&d, "gemm.tile", NULL, 0, stderr, DIAG_COLOR_NEVER);
+        LLVMContextRef ctx = LLVMContextCreate();
+        LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("t", ctx);
+        Arena scratch;
+        arena_init(&scratch);
+        CgKernelFacts facts;
+        CgTarget t = {.arch = ir_target_find("sm_80"), .opt_level = 3};
+        cg_lower_func(f, &t, ctx, mod, &scratch, &facts, &d);
+        _exit(0);
+    }
+    close(err[1]);
+    char msg[4096];
+    size_t n = 0;
+    ssize_t got;
+    while (n < sizeof msg - 1 && (got = read(err[0], msg + n, sizeof msg - 1 - n)) > 0) n += (size_t)got;
+    msg[n] = 0;
+    close(err[0]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+    if (!strstr(msg, "internal error in codegen") || !strstr(msg, "mma.sync")) fail_msg("message: %s", msg);
+    ir_module_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -438,6 +489,7 @@ int main(void)
         cmocka_unit_test(layout_pass_picks_wgmma),
         cmocka_unit_test(stdlib_gemm_ptx),
         cmocka_unit_test(sm80_keeps_mma_sync),
+        cmocka_unit_test(dot_outside_plan_is_internal_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -201,6 +201,57 @@ static void dot_gets_mma_accumulator(void **state)
     kfree(&k);
 }
 
+/* The DOT plan (layout_dot_plan): its instruction for each kind of operand and
+ * shape, and the layout pass giving every DOT result the plan's accumulator
+ * layout (the one codegen then requires). */
+static void dot_follows_plan(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *arch;
+        DType dt;
+        int m, n, k, warps;
+        DotInstr want;
+    } cs[] = {
+        {"sm_90a", DT_BF16, 128, 128, 64, 8, LL_DOT_WGMMA},
+        {"sm_90a", DT_F8E4M3, 64, 128, 64, 4, LL_DOT_WGMMA},
+        {"sm_90a", DT_BF16, 32, 64, 32, 4, LL_DOT_MMA},   /* M < 64: no warpgroup tile */
+        {"sm_80", DT_BF16, 128, 128, 64, 8, LL_DOT_MMA},
+        {NULL, DT_F16, 64, 64, 32, 4, LL_DOT_MMA},
+        {"sm_80", DT_F32, 64, 64, 32, 4, LL_DOT_FMA},     /* f32 operands, mma accumulator layout */
+        {"sm_80", DT_F8E4M3, 64, 64, 32, 4, LL_DOT_FMA},
+        {"sm_80", DT_BF16, 64, 64, 8, 4, LL_DOT_FMA},     /* K < 16 */
+        {"sm_80", DT_BF16, 16, 8, 16, 4, LL_DOT_FMA},     /* does not tile 2 x 2 warps: default layout */
+    };
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        IrType at = tile2(cs[c].dt, cs[c].m, cs[c].k), bt = tile2(cs[c].dt, cs[c].k, cs[c].n);
+        IrType ct = tile2(DT_F32, cs[c].m, cs[c].n);
+        DotPlan p;
+        layout_dot_plan(at, bt, ct, cs[c].warps, ir_target_find(cs[c].arch), &p);
+        if (p.instr != cs[c].want)
+            fail_msg("case %zu: %s (%s), expected %s", c, layout_dot_instr_name(p.instr), p.reason,
+                     layout_dot_instr_name(cs[c].want));
+        assert_true(p.reason[0] != 0);
+        bool tiles = cs[c].m % (16 * p.wm) == 0 && cs[c].n % (8 * p.wn) == 0;
+        Layout want = p.instr == LL_DOT_WGMMA ? layout_wgmma_acc(ct, p.w.wgm, p.w.wgn, p.w.instr_n)
+                      : tiles                 ? layout_mma_acc(ct, p.wm, p.wn)
+                                              : layout_default(ct, cs[c].warps);
+        assert_true(layout_eq(&p.acc, &want));
+
+        K k;
+        kbegin(&k, cs[c].warps);
+        k.m->target = ir_target_find(cs[c].arch);
+        IrVal A = param(&k, ir_ty_view(cs[c].dt, 2)), B = param(&k, ir_ty_view(cs[c].dt, 2));
+        IrVal C = param(&k, ir_ty_view(DT_F32, 2));
+        IrVal a = block_load(&k, A, at), b = block_load(&k, B, bt);
+        IrVal d = ir_build1(&k.b, IR_DOT, (IrVal[]){a, b, zeros(&k, ct)}, 3, ct, NULL);
+        block_store(&k, C, d);
+        run_layout(&k);
+        assert_layout(&k, d, &p.acc);
+        kfree(&k);
+    }
+}
+
 /* for k ...: acc = dot(a, b, acc): the carried accumulator, whose init is a
  * free splat, adopts the mma layout across the loop; so does the loop result. */
 static void loop_accumulator_adopts_mma(void **state)
@@ -634,6 +685,7 @@ int main(void)
         cmocka_unit_test(elementwise_gets_vector_default),
         cmocka_unit_test(reduction_slices_and_broadcast_restores),
         cmocka_unit_test(dot_gets_mma_accumulator),
+        cmocka_unit_test(dot_follows_plan),
         cmocka_unit_test(loop_accumulator_adopts_mma),
         cmocka_unit_test(while_accumulator_adopts_mma),
         cmocka_unit_test(warps_heuristic),
