@@ -9,7 +9,8 @@ or `BENCH_GEMM=1 ./gpu-check` (tests/gpu/gpu-check), which writes the table to $
 
 What runs, shape by shape (M x N x K; C[M, N] = A[M, K] B):
   bf16        stdlib gemm_nt (B given [N, K], the nn.Linear weight layout) and its persistent
-              form gemm_nt_persistent (one program per SM, grouped tile order) against
+              forms gemm_nt_persistent (one program per SM, grouped tile order) and
+              gemm_nt_persistent_flat (the same as one pipelined loop over (tile, k step)) against
               torch.matmul(a, w.t()), and stdlib gemm (B given [K, N]) against torch.matmul(a, b);
               bf16 operands, f32 accumulation, bf16 output.
   fp8         stdlib fp8_gemm (e4m3, per-tensor f32 scales, B given [N, K]) against
@@ -20,7 +21,7 @@ What runs, shape by shape (M x N x K; C[M, N] = A[M, K] B):
               both memory orders; every path is checked, the correct ones are timed alternating and
               the fastest is the row's baseline, its kernel time cross-checked with the profiler; the
               notes under the table list them), and beside DeepGEMM's published H800 TFLOP/s.
-Shapes: 4096^3, 8192^3, and M in {128, 1024, 4096} x (N, K) in {(4096, 7168), (7168, 2048),
+Shapes: 4096^3, 8192^3, and M in {16, 64, 128, 1024, 4096} x (N, K) in {(4096, 7168), (7168, 2048),
 (2112, 7168), (24576, 1536), (14336, 4096)} (DeepSeek-V3 projections); blockscale adds
 4096 x 7168 x 16384. --shapes replaces the list (any MxNxK).
 
@@ -32,8 +33,15 @@ tilec and the baseline alternate run by run.
 
 Tiles: per shape, the first candidate (largest first) that gives at least --min-ctas programs
 (default: 3/4 of the SMs), else the smallest; a specialization that does not compile falls back
-to the next candidate. --tiles KIND=BMxBNxBK[/...] gives the candidates of a kind instead; --sweep
-times every candidate that compiles, one row each.
+to the next candidate. --tiles KIND=BMxBNxBK[/...] gives the candidates of a kind instead.
+Then, unless --no-plan, a second row for the configuration python/tilec/stdlib.py's gemm_plan picks
+from the shape (its time model: tiles, swap-AB for M <= 64, split-K S), where that differs from the
+first: the kernel column names it (gemm_nt_swapab_splitk, fp8_gemm_splitk, ...), the tiles column
+gives BMxBN[xBK] and S; a split-K row times both launches, the partials into an f32 workspace
+W [S, M, N] and splitk_reduce / fp8_splitk_reduce (summing W in split order: deterministic).
+--sweep times every candidate that compiles, the 64-wide and 256-row tiles of SWEEP_EXTRA, and
+around the plan its kernel at every split and (M <= 64) every swap-AB tile, one row each: the
+measurements to check the model's constants against.
 
 Checks (once per shape, before timing; a failed one marks the row WRONG and the exit status 1):
 the output starts as NaN; tilec's result must be finite and, against the reference R,
@@ -59,9 +67,10 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import Arg, Bench, ptr_arg, rand, tensor_arg  # noqa: E402  (bench.py beside this file)
+from tilec.stdlib import GEMM_SPLITS, GEMM_MIN_STEPS, GEMM_SWAP_TILES, gemm_plan  # noqa: E402  (bench.py put python/ on the path)
 
 NK = [(4096, 7168), (7168, 2048), (2112, 7168), (24576, 1536), (14336, 4096)]
-SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)] + [(m, n, k) for m in (128, 1024, 4096) for n, k in NK]
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)] + [(m, n, k) for m in (16, 64, 128, 1024, 4096) for n, k in NK]
 BLOCKSCALE_EXTRA = [(4096, 7168, 16384)]
 # DeepGEMM's README (deepseek-ai/DeepGEMM, normal GEMMs for dense models, H800 SXM5, NVCC 12.8)
 DEEPGEMM_H800 = {(4096, 2112, 7168): 1009, (4096, 7168, 16384): 1426, (4096, 7168, 2048): 1168}
@@ -72,6 +81,14 @@ CANDIDATES = {
     "fp8": [(128, 256, 128), (128, 128, 128), (64, 128, 128), (64, 64, 128)],
     "blockscale": [(128, 128), (64, 128), (64, 64)],
 }
+# more tiles --sweep times: 64-wide ones divide N = 2112 (33 of them; tile sides are powers of
+# two, so 176 or 192 cannot be had) and 256 x 64 gives 4 full waves on 132 SMs at M = 4096
+SWEEP_EXTRA = {
+    "bf16": [(256, 128, 64), (256, 64, 64), (128, 64, 64)],
+    "fp8": [(256, 128, 128), (256, 64, 128), (128, 64, 128)],
+    "blockscale": [(256, 64), (128, 64)],
+}
+BASE = {"fp8": "fp8_gemm", "blockscale": "fp8_gemm_blockscale"}   # bf16: gemm_nt or gemm
 TOL = {"bf16": (1e-2, 2e-2), "fp8": (2e-2, 5e-2), "blockscale": (2e-2, 5e-2)}
 
 
@@ -118,6 +135,44 @@ class GemmBench(Bench):
         def go():
             check(lib.tilert_launch(k, stream, arr, n), "launch")
         return go
+
+
+# A configuration: (suffix, tiles, split): the kernel's name ends in suffix ("", "_swapab",
+# "_splitk", "_swapab_splitk"), tiles its BM x BN [x BK], split the S of the _splitk kernels.
+def plain(t):
+    return ("", t, 1)
+
+
+def plan_config(kind, shape, sms):
+    p = gemm_plan(kind, shape[0], shape[1], shape[2], sms)
+    return (p["suffix"], p["tiles"], p["split"])
+
+
+def sweep_configs(kind, shape, sms, cands):
+    """--sweep: every plain tile, and around the model's plan: its kernel at every split K admits,
+    and for M <= 64 every swap-AB tile at the plan's split."""
+    m, n, k = shape
+    out = [plain(t) for t in cands + [t for t in SWEEP_EXTRA[kind] if t not in cands]]
+    suffix, tiles, split = plan_config(kind, shape, sms)
+    bk = 128 if kind == "blockscale" else tiles[2]
+    swap = "_swapab" in suffix
+    for s in GEMM_SPLITS:
+        if s == 1 or -(-k // bk) >= s * GEMM_MIN_STEPS:
+            out.append((("_swapab" if swap else "") + ("_splitk" if s > 1 else ""), tiles, s))
+    if m <= 64:
+        for bm, bn in GEMM_SWAP_TILES:
+            t = (bm, bn) if kind == "blockscale" else (bm, bn, bk)
+            out.append(("_swapab" + ("_splitk" if split > 1 else ""), t, split))
+    seen, res = set(), []
+    for c in out:
+        if c not in seen:
+            seen.add(c)
+            res.append(c)
+    return res
+
+
+def config_text(c):
+    return tiles_text(c[1]) + (" S=%d" % c[2] if c[2] > 1 else "")
 
 
 def first_line(e):
@@ -282,24 +337,55 @@ class Rows:
 
 
 def run_tiles(b, rows, kind, kernel, shape, dtype, cands, body):
-    """Compiles the first candidate that compiles (every one with --sweep) and runs body(k, tiles)."""
+    """Compiles the first plain candidate that compiles (every one with --sweep) and runs
+    body.run(k, config); then (not with --sweep, whose candidates include them) the model's plan
+    (python/tilec/stdlib.py's gemm_plan) when it is another configuration: a row of its own."""
+    configs = cands if b.sweep else [plain(t) for t in cands]
+    if "_persistent" in kernel:   # no split-K or swap-AB form
+        configs = [cf for cf in configs if cf[0] == "" and cf[2] == 1]
     errors = []
     ran = False
-    for t in cands:
+    for c in configs:
         try:
-            k = body.compile(t)
+            k = body.compile(c)
         except RuntimeError as e:
             errors.append(str(e))
             continue
         ran = True
         try:
-            body.run(k, tiles_text(t))
+            body.run(k, c)
         except Exception as e:  # noqa: BLE001 (a launch that fails is a failed row; go on)
-            rows.fail(kernel, shape, dtype, tiles_text(t), "%s: %s" % (type(e).__name__, first_line(e)))
+            rows.fail(kernel + c[0], shape, dtype, config_text(c), "%s: %s" % (type(e).__name__, first_line(e)))
         if not b.sweep:
-            return
+            break
     if not ran:
-        rows.fail(kernel, shape, dtype, "/".join(tiles_text(t) for t in cands), errors[-1] if errors else "no tiles")
+        rows.fail(kernel, shape, dtype, "/".join(config_text(c) for c in configs), errors[-1] if errors else "no tiles")
+    if b.sweep or not b.plan or "_persistent" in kernel:
+        return
+    c = plan_config(kind, shape, b.sms)
+    if c == plain(cands[0]):
+        return
+    try:
+        k = body.compile(c)
+        body.run(k, c)
+    except Exception as e:  # noqa: BLE001
+        rows.fail(kernel + c[0], shape, dtype, config_text(c) + " (plan)", "%s: %s" % (type(e).__name__, first_line(e)))
+
+
+def split_launcher(b, k, args, c, out, reduce_src, reduce_kernel, reduce_defines):
+    """The launch of configuration c: k alone, or (split K) k into a workspace W [S, M, N] f32 and
+    the reduce kernel from W into out; returns (go, W or None)."""
+    if c[2] == 1:
+        return b.launcher(k, args + [tensor_arg(out)]), None
+    w = torch.empty([c[2], out.shape[0], out.shape[1]], device="cuda", dtype=torch.float32)
+    g1 = b.launcher(k, args + [tensor_arg(w)])
+    g2 = b.launcher(b.compile(reduce_src, reduce_kernel, reduce_defines), [tensor_arg(w), tensor_arg(out)])
+
+    def go():
+        g1()
+        g2()
+    go.workspace = w    # the launches hold W's address only: W lives as long as go
+    return go, w
 
 
 def bench_bf16(b, rows, shape, cands):
@@ -311,24 +397,30 @@ def bench_bf16(b, rows, shape, cands):
     for kernel, bmat, base_fn, base_name in (
             ("gemm_nt", w, lambda: torch.matmul(a, w.t()), "torch.matmul(a, w.t())"),
             ("gemm_nt_persistent", w, lambda: torch.matmul(a, w.t()), "torch.matmul(a, w.t())"),
+            ("gemm_nt_persistent_flat", w, lambda: torch.matmul(a, w.t()), "torch.matmul(a, w.t())"),
             ("gemm", bt, lambda: torch.matmul(a, bt), "torch.matmul(a, b)")):
         ref = base_fn()
         c = torch.empty([m, n], device="cuda", dtype=torch.bfloat16)
 
         class Body:
             @staticmethod
-            def compile(t):
-                return b.compile(src, kernel, {"T": "bf16", "BM": t[0], "BN": t[1], "BK": t[2], "TC": "bf16"})
+            def compile(cf):
+                t = cf[1]
+                d = {"T": "bf16", "BM": t[0], "BN": t[1], "BK": t[2]}
+                if cf[2] == 1:
+                    d["TC"] = "bf16"
+                return b.compile(src, kernel + cf[0], d)
 
             @staticmethod
-            def run(kk, tiles):
-                go = b.launcher(kk, [tensor_arg(a), tensor_arg(bmat), tensor_arg(c)])
+            def run(kk, cf):
+                go, _ = split_launcher(b, kk, [tensor_arg(a), tensor_arg(bmat)], cf, c, src, "splitk_reduce",
+                                       {"TC": "bf16"})
                 c.fill_(float("nan"))
                 go()
                 torch.cuda.synchronize()
                 ok, text = rel_check(c, ref, "bf16")
                 (tm, _, _), (bm, _, _) = b.timer.compare([go, base_fn])
-                rows.add(kernel, shape, "bf16", tiles, tm, base_name, bm, ok, text)
+                rows.add(kernel + cf[0], shape, "bf16", config_text(cf), tm, base_name, bm, ok, text)
         run_tiles(b, rows, "bf16", kernel, shape, "bf16", cands, Body)
         del ref, c
     del a, w, bt
@@ -349,18 +441,21 @@ def bench_fp8(b, rows, shape, cands):
 
     class Body:
         @staticmethod
-        def compile(t):
-            return b.compile(src, "fp8_gemm", {"BM": t[0], "BN": t[1], "BK": t[2]})
+        def compile(cf):
+            t = cf[1]
+            return b.compile(src, "fp8_gemm" + cf[0], {"BM": t[0], "BN": t[1], "BK": t[2]})
 
         @staticmethod
-        def run(kk, tiles):
-            go = b.launcher(kk, [tensor_arg(a), tensor_arg(w), ptr_arg(sa), ptr_arg(sb), tensor_arg(c)])
+        def run(kk, cf):
+            go, _ = split_launcher(b, kk, [tensor_arg(a), tensor_arg(w), ptr_arg(sa), ptr_arg(sb)], cf, c, src,
+                                   "fp8_splitk_reduce", {})
             c.fill_(float("nan"))
             go()
             torch.cuda.synchronize()
             ok, text = rel_check(c, ref, "fp8")
             (tm, _, _), (bm, _, _) = b.timer.compare([go, base_fn])
-            rows.add("fp8_gemm", shape, "e4m3", tiles, tm, "torch._scaled_mm (per-tensor)", bm, ok, text)
+            rows.add("fp8_gemm" + cf[0], shape, "e4m3", config_text(cf), tm, "torch._scaled_mm (per-tensor)", bm,
+                     ok, text)
     run_tiles(b, rows, "fp8", "fp8_gemm", shape, "e4m3", cands, Body)
 
 
@@ -403,12 +498,14 @@ def bench_blockscale(b, rows, shape, cands):
 
     class Body:
         @staticmethod
-        def compile(t):
-            return b.compile(src, "fp8_gemm_blockscale", {"BM": t[0], "BN": t[1]})
+        def compile(cf):
+            t = cf[1]
+            return b.compile(src, "fp8_gemm_blockscale" + cf[0], {"BM": t[0], "BN": t[1]})
 
         @staticmethod
-        def run(kk, tiles):
-            go = b.launcher(kk, [tensor_arg(a), tensor_arg(sa), tensor_arg(w), tensor_arg(sw), tensor_arg(c)])
+        def run(kk, cf):
+            go, _ = split_launcher(b, kk, [tensor_arg(a), tensor_arg(sa), tensor_arg(w), tensor_arg(sw)], cf, c, src,
+                                   "fp8_splitk_reduce", {})
             c.fill_(float("nan"))
             go()
             torch.cuda.synchronize()
@@ -419,7 +516,7 @@ def bench_blockscale(b, rows, shape, cands):
             else:
                 (tm, _, _), (bm, _, _) = b.timer.compare([go, base_fn])
             tf = 2.0 * m * n * k / (tm * 1e-6) / 1e12
-            rows.add("fp8_gemm_blockscale", shape, "e4m3", tiles, tm, base_name, bm, ok, text,
+            rows.add("fp8_gemm_blockscale" + cf[0], shape, "e4m3", config_text(cf), tm, base_name, bm, ok, text,
                      published + (" (tilec %.2fx)" % (tf / pub) if pub else ""))
     run_tiles(b, rows, "blockscale", "fp8_gemm_blockscale", shape, "e4m3", cands, Body)
     del ref
@@ -448,7 +545,10 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--tiles", default="", help="KIND=BMxBNxBK[/BMxBNxBK...],... candidate tiles "
                    "(blockscale: BMxBN), tried in order")
-    p.add_argument("--sweep", action="store_true", help="time every candidate tile that compiles")
+    p.add_argument("--sweep", action="store_true", help="time every candidate tile that compiles, and the "
+                   "split-K and swap-AB configurations around the model's plan")
+    p.add_argument("--no-plan", action="store_true", help="no rows for the model's plan (python/tilec/stdlib.py "
+                   "gemm_plan: swap-AB, split-K, other tiles), only the plain kernels")
     p.add_argument("--min-ctas", type=int, default=0, help="programs a tile must give to be picked "
                    "(default: 3/4 of the SMs)")
     p.add_argument("--out", default="", help="also write the table (markdown) to this file")
@@ -466,9 +566,11 @@ def main():
     b = GemmBench(args)
     b.root = args.root
     b.sweep = args.sweep
+    b.plan = not args.no_plan
     rows = Rows()
     props = torch.cuda.get_device_properties(0)
     min_ctas = args.min_ctas or (props.multi_processor_count * 3) // 4
+    b.sms = props.multi_processor_count
     head = ["# tilec GEMM bench (bench/gemm.py)", "",
             "%s, %d SMs; torch %s, CUDA %s; %s" % (torch.cuda.get_device_name(), props.multi_processor_count,
                                                    torch.__version__, torch.version.cuda,
@@ -486,6 +588,8 @@ def main():
             if kind == "blockscale":
                 cands = [t for t in cands if t[1] <= 128 and 128 % t[1] == 0] or cands
             order = cands if kind in given or args.sweep else order_for(kind, shape[0], shape[1], cands, min_ctas)
+            if args.sweep:
+                order = sweep_configs(kind, shape, b.sms, order)
             try:
                 runs[kind](b, rows, shape, order)
             except Exception as e:  # noqa: BLE001 (one broken shape must not hide the others)

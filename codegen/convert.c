@@ -384,6 +384,10 @@ LLVMValueRef cg_cast(Cg *cg, LLVMValueRef x, DType from, bool from_ptr, DType to
         if (tb == fb) return x;
         return dt_is_signed(from) ? LLVMBuildSExt(b, x, tt, "") : LLVMBuildZExt(b, x, tt, "");
     }
+    /* i1 -> float as a select of the two constants, not uitofp: the H200 gave
+     * bitcast<i32>(b as f32) == 1 for true (selp.u32 1, 0; cvt.rn.f32.u32; mov.b32
+     * as ptxas got it; defect 7, seed 800775) */
+    if (from == DT_I1 && tf) return LLVMBuildSelect(b, x, LLVMConstReal(tt, 1.0), LLVMConstReal(tt, 0.0), "");
     if (!ff && tf) return dt_is_signed(from) ? LLVMBuildSIToFP(b, x, tt, "") : LLVMBuildUIToFP(b, x, tt, "");
     if (ff && !tf) {
         if (to == DT_I1) /* NaN -> 0 first, then x != 0 */

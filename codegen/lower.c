@@ -422,18 +422,37 @@ BINARY_HOOK(ADDPTR)
 
 /* ---- unary and ternary ------------------------------------------------------ */
 
+/* abs of a signed integer, the minimum giving itself (two's complement).
+ * Not abs.sN: ptxas takes its result to be non-negative, and rem.s32 of
+ * abs(i32 min) came out on the H200 as the unsigned remainder of 2^31 (defect 7,
+ * seed 800186).  x * (x >> (N - 1) | 1), multiplying by -1 or 1, is exact for
+ * every input, the minimum included, and claims no sign; it is inline asm because
+ * LLVM would turn the same IR back into llvm.abs and so into abs.sN.
+ * i8 goes through the 16-bit form. */
+static LLVMValueRef int_abs(Cg *cg, LLVMValueRef a, DType dt)
+{
+    LLVMBuilderRef b = cg->b;
+    unsigned bits = dt_bits[dt];
+    LLVMValueRef x = bits < 16 ? LLVMBuildSExt(b, a, cg->i16, "") : a;
+    const char *text = bits <= 16 ? "{ .reg .s16 t; shr.s16 t, $1, 15; or.b16 t, t, 1; mul.lo.s16 $0, $1, t; }"
+                       : bits == 32 ? "{ .reg .s32 t; shr.s32 t, $1, 31; or.b32 t, t, 1; mul.lo.s32 $0, $1, t; }"
+                                    : "{ .reg .s64 t; shr.s64 t, $1, 63; or.b64 t, t, 1; mul.lo.s64 $0, $1, t; }";
+    const char *cons = bits <= 16 ? "=h,h" : bits == 32 ? "=r,r" : "=l,l";
+    LLVMValueRef r = cg_inline_asm(cg, LLVMTypeOf(x), text, cons, &x, 1, false);
+    return bits < 16 ? LLVMBuildTrunc(b, r, LLVMTypeOf(a), "") : r;
+}
+
 static LLVMValueRef ew_unary(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
 {
     LLVMBuilderRef b = cg->b;
     LLVMValueRef a = x[0];
-    LLVMTypeRef t = LLVMTypeOf(a);
     switch ((IrOpcode)op->opc) {
     case IR_NEG: return dt_is_float(dt) ? LLVMBuildFNeg(b, a, "") : LLVMBuildNeg(b, a, "");
     case IR_NOT: return LLVMBuildNot(b, a, "");
     case IR_ABS:
         if (dt_is_float(dt)) return cg_math_unary(cg, "fabs", dt, a);
         if (!dt_is_signed(dt)) return a;
-        return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, LLVMConstInt(t, 0, 0), ""), LLVMBuildNeg(b, a, ""), a, "");
+        return int_abs(cg, a, dt);
     case IR_FLOOR: return dt_is_float(dt) ? cg_math_unary(cg, "floor", dt, a) : a;
     case IR_CEIL: return dt_is_float(dt) ? cg_math_unary(cg, "ceil", dt, a) : a;
     case IR_EXP: return cg_math_unary(cg, "exp", dt, a);

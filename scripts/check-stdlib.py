@@ -159,6 +159,104 @@ def gemm():
     A, B = r["A"], r["B"]
     close("gemm_nt_persistent TC=f32", r["C"], [sum(A[i * K + k] * B[j * K + k] for k in range(K))
                                                 for i in range(M) for j in range(N)], *tol["f32"])
+    # the flat forms (one loop over a program's (tile, k step) pairs): K = 40 is two BK = 32 steps
+    # with a partial one, and K = 0 must still write zeros
+    r = run("gemm.tile", "gemm_persistent_flat", ["A=bf16[%d,%d]" % (M, K), "B=bf16[%d,%d]" % (K, N),
+            "C=bf16[%d,%d]" % (M, N)], ["A", "B", "C"], d)
+    A, B = r["A"], r["B"]
+    close("gemm_persistent_flat", r["C"], [sum(A[i * K + k] * B[k * N + j] for k in range(K))
+                                           for i in range(M) for j in range(N)], *tol["bf16"])
+    r = run("gemm.tile", "gemm_nt_persistent_flat", ["A=bf16[%d,%d]" % (M, K), "B=bf16[%d,%d]" % (N, K),
+            "C=f32[%d,%d]" % (M, N)], ["A", "B", "C"], d + ["TC=f32"])
+    A, B = r["A"], r["B"]
+    close("gemm_nt_persistent_flat TC=f32", r["C"], [sum(A[i * K + k] * B[j * K + k] for k in range(K))
+                                                     for i in range(M) for j in range(N)], *tol["f32"])
+    npy_write(tmpfile("A0.npy"), "<f4", [30, 0], [])
+    npy_write(tmpfile("B0.npy"), "<f4", [0, 20], [])
+    r = run("gemm.tile", "gemm_persistent_flat", ["A=" + tmpfile("A0.npy"), "B=" + tmpfile("B0.npy"),
+            "C=f32[30,20]"], ["C"], ["T=f32", "TC=f32", "BM=16", "BN=16", "BK=16"])
+    close("gemm_persistent_flat K=0", r["C"], [0.0] * 600, 0, 0)
+
+
+def splitk_ranges(K, BK, S):
+    """The K ranges of the S splits of a _splitk kernel: whole BK steps, ceil(steps / S) each."""
+    per = -(-(-(-K // BK)) // S)
+    return [(min(K, s * per * BK), min(K, (s + 1) * per * BK)) for s in range(S)]
+
+
+def reduce_check(name, src, kernel, W, S, M, N, TC, ref, tol, defines=()):
+    """Runs the reduce kernel on the partials W (as the split kernel wrote them) and checks C."""
+    npy_write(tmpfile("Win.npy"), "<f4", [S, M, N], W)
+    r = run(src, kernel, ["W=" + tmpfile("Win.npy"), "C=%s[%d,%d]" % (TC, M, N)], ["C"], list(defines))
+    close(name, r["C"], ref, *tol)
+
+
+def gemm_small_m():
+    """Split-K (partials, then splitk_reduce) and swap-AB, NN and NT, at ragged M, N, K; S = 3 over
+    4 steps of K leaves the last split empty (it must write zeros)."""
+    tol = {"bf16": (4e-3, 1e-3), "f32": (1e-5, 1e-5)}
+    for M, N, K, S, BK in ((23, 70, 300, 3, 32), (5, 40, 100, 3, 32), (40, 33, 64, 2, 16)):
+        for nt in (0, 1):
+            bshape = "B=bf16[%d,%d]" % ((N, K) if nt else (K, N))
+            bi = (lambda j, k: j * K + k) if nt else (lambda j, k: k * N + j)
+            pre = "gemm_nt" if nt else "gemm"
+            ranges = splitk_ranges(K, BK, S)
+            for swap in (0, 1):
+                kern = pre + ("_swapab" if swap else "") + "_splitk"
+                d = ["BM=16", "BN=32", "BK=%d" % BK]
+                r = run("gemm.tile", kern, ["A=bf16[%d,%d]" % (M, K), bshape, "W=f32[%d,%d,%d]" % (S, M, N)],
+                        ["A", "B", "W"], d)
+                A, B = r["A"], r["B"]
+                part = [sum(A[i * K + k] * B[bi(j, k)] for k in range(k0, k1))
+                        for (k0, k1) in ranges for i in range(M) for j in range(N)]
+                close("%s %dx%dx%d S=%d partials" % (kern, M, N, K, S), r["W"], part, *tol["f32"])
+                ref = [sum(part[(s * M + i) * N + j] for s in range(S)) for i in range(M) for j in range(N)]
+                reduce_check("splitk_reduce after %s %dx%dx%d" % (kern, M, N, K), "gemm.tile", "splitk_reduce",
+                             r["W"], S, M, N, "bf16", ref, tol["bf16"], ["BM=16", "BN=64"])
+            for TC in ("bf16", "f32"):
+                kern = pre + "_swapab"
+                r = run("gemm.tile", kern, ["A=bf16[%d,%d]" % (M, K), bshape, "C=%s[%d,%d]" % (TC, M, N)],
+                        ["A", "B", "C"], ["BM=16", "BN=32", "BK=%d" % BK, "TC=" + TC])
+                A, B = r["A"], r["B"]
+                close("%s %dx%dx%d TC=%s" % (kern, M, N, K, TC), r["C"],
+                      [sum(A[i * K + k] * B[bi(j, k)] for k in range(K)) for i in range(M) for j in range(N)], *tol[TC])
+    # the reduce with TC = f32 and one split (a plain conversion of W[0])
+    M, N = 9, 300
+    W = [((i * 7919) % 1000) / 250.0 - 2 for i in range(M * N)]
+    reduce_check("splitk_reduce S=1 TC=f32", "gemm.tile", "splitk_reduce", W, 1, M, N, "f32", W, tol["f32"], ["TC=f32"])
+
+
+def fp8_gemm_small_m():
+    """The FP8 split-K, swap-AB and both kernels, per-tensor and block-scaled, with their reduce."""
+    for M, N, K, S in ((23, 200, 500, 3), (5, 70, 300, 4)):
+        KB, NB = (K + 127) // 128, (N + 127) // 128
+        ranges = splitk_ranges(K, 128, S)
+        pt = ["A=f8e4m3[%d,%d]" % (M, K), "B=f8e4m3[%d,%d]" % (N, K), "scale_a=f32[1]", "scale_b=f32[1]"]
+        bs = ["A=f8e4m3[%d,%d]" % (M, K), "As=f32[%d,%d]" % (M, KB), "B=f8e4m3[%d,%d]" % (N, K),
+              "Bs=f32[%d,%d]" % (NB, KB)]
+        for kind in ("fp8_gemm", "fp8_gemm_blockscale"):
+            args, ins = (pt, ["A", "B", "scale_a", "scale_b"]) if kind == "fp8_gemm" else (bs, ["A", "As", "B", "Bs"])
+            tiles = ["BM=16", "BN=64"] + (["BK=128"] if kind == "fp8_gemm" else [])
+
+            def prod(r, i, j, k0, k1):
+                A, B = r["A"], r["B"]
+                if kind == "fp8_gemm":
+                    return r["scale_a"][0] * r["scale_b"][0] * sum(A[i * K + k] * B[j * K + k] for k in range(k0, k1))
+                As, Bs = r["As"], r["Bs"]
+                return sum(As[i * KB + kb] * Bs[(j // 128) * KB + kb] *
+                           sum(A[i * K + k] * B[j * K + k] for k in range(max(k0, kb * 128), min(k1, kb * 128 + 128)))
+                           for kb in range(k0 // 128, -(-k1 // 128)))
+            r = run("fp8_gemm.tile", kind + "_swapab", args + ["C=bf16[%d,%d]" % (M, N)], ins + ["C"], tiles)
+            close("%s_swapab %dx%dx%d" % (kind, M, N, K), r["C"],
+                  [prod(r, i, j, 0, K) for i in range(M) for j in range(N)], 4e-3, 1e-3)
+            for kern in (kind + "_splitk", kind + "_swapab_splitk"):
+                d = tiles if "swapab" in kern else ["BM=32", "BN=64"] + tiles[2:]
+                r = run("fp8_gemm.tile", kern, args + ["W=f32[%d,%d,%d]" % (S, M, N)], ins + ["W"], d)
+                part = [prod(r, i, j, k0, k1) for (k0, k1) in ranges for i in range(M) for j in range(N)]
+                close("%s %dx%dx%d S=%d partials" % (kern, M, N, K, S), r["W"], part, 1e-5, 1e-5)
+                ref = [sum(part[(s * M + i) * N + j] for s in range(S)) for i in range(M) for j in range(N)]
+                reduce_check("fp8_splitk_reduce after %s" % kern, "fp8_gemm.tile", "fp8_splitk_reduce", r["W"], S, M, N,
+                             "bf16", ref, (4e-3, 1e-3), ["BM=16", "BN=128"])
 
 
 def fp8_gemm():
@@ -264,6 +362,156 @@ def attention():
                         ref[((cq[b] + i) * Hq + h) * D + e] = O[(h * lq[b] + i) * D + e]
         close("flash_attn_varlen_fwd Hq=%d Hkv=%d q=%s k=%s causal=%d" % (Hq, Hkv, lq, lk, causal), r["O"], ref,
               2e-2, 2e-2)
+
+
+def run_fail(src, kernel, args, defines=()):
+    """Runs the kernel expecting an error; returns its stderr (checked by the caller)."""
+    checked.add((src, kernel))
+    cmd = [TILEC, "run", os.path.join(STDLIB, src), "--kernel", kernel]
+    for d in defines:
+        cmd += ["-D", d]
+    r = subprocess.run(cmd + ["--interp"] + args, capture_output=True, text=True)
+    return r.returncode, r.stderr
+
+
+def decode_ref(Q, Kc, Vc, bt, lens, B, Sq, Hq, Hkv, D, PAGE, maxp, sc, ks, vs):
+    """paged_attn_decode's O [B, Sq, Hq, D] and LSE [B, Sq, Hq] in float64 (query t of sequence b
+    at position L - Sq + t sees keys j <= L - Sq + t)."""
+    O, L = [], []
+    G = Hq // Hkv
+    for b in range(B):
+        n = lens[b]
+        for t in range(Sq):
+            for h in range(Hq):
+                hk = h // G
+                q = ((b * Sq + t) * Hq + h) * D
+                rows = [((bt[b * maxp + j // PAGE] * PAGE + j % PAGE) * Hkv + hk) * D for j in range(n)
+                        if j <= n - Sq + t]
+                if not rows:
+                    O += [0.0] * D
+                    L.append(-math.inf)
+                    continue
+                s = [sc * ks * sum(Q[q + e] * Kc[r + e] for e in range(D)) for r in rows]
+                m = max(s)
+                p = [math.exp(x - m) for x in s]
+                O += [vs * sum(p[j] * Vc[rows[j] + e] for j in range(len(p))) / sum(p) for e in range(D)]
+                L.append(m + math.log(sum(p)))
+    return O, L
+
+
+def decode():
+    """paged_attn_decode (+ combine) against float64 at every page size, D, GQA ratio (MHA, GQA,
+    MQA), Sq > 1 (causal among the new tokens), lengths 0, 1, PAGE - 1, PAGE + 1 and longer, on
+    shuffled block tables whose sequences share pages (prefix caching), the split forced off and
+    on (several splits, some empty) and automatic, LSE given or empty, bf16, f16 and an FP8 e4m3
+    cache with scales; the contracts; kv_cache_append into bf16 and FP8 caches."""
+    rng = random.Random(11)
+    tol = {"bf16": (2e-2, 2e-2), "f16": (4e-3, 4e-3), "f8e4m3": (2e-2, 2e-2)}
+    cases = (  # T, KV, D, PAGE, B, Sq, Hq, Hkv, splits, lse, k_scale, v_scale
+        ("bf16", "bf16", 64, 16, 4, 1, 8, 2, (0, 3), 1, 1.0, 1.0),
+        ("bf16", "bf16", 64, 32, 3, 1, 4, 4, (0, -1), 0, 1.0, 1.0),
+        ("bf16", "bf16", 64, 64, 3, 1, 8, 1, (0, 2), 1, 1.0, 1.0),
+        ("bf16", "bf16", 64, 16, 3, 3, 8, 2, (0, 4), 1, 1.0, 1.0),
+        ("f16", "f16", 128, 16, 2, 2, 4, 1, (0, 3), 1, 1.0, 1.0),
+        ("bf16", "f8e4m3", 64, 16, 3, 1, 4, 2, (0, 3), 1, 0.5, 0.25),
+        ("bf16", "bf16", 256, 32, 2, 1, 2, 2, (0,), 0, 1.0, 1.0),
+    )
+    for T, KV, D, PAGE, B, Sq, Hq, Hkv, splits, lse, ks, vs in cases:
+        # lengths: 0 or 1, PAGE - 1, PAGE + 1, a longer one; Sq > 1 keeps n >= 1
+        lens = [max(1 if Sq > 1 else 0, x) for x in [1, PAGE - 1, PAGE + 1, 3 * PAGE + 5, 0][:B]]
+        if B >= 3:
+            lens[0] = 0 if Sq == 1 else Sq
+        maxp = max((n + PAGE - 1) // PAGE for n in lens) + 1
+        P = B * maxp - 1
+        pages = list(range(P))
+        rng.shuffle(pages)
+        bt = [pages[(b * maxp + j) % P] for b in range(B) for j in range(maxp)]
+        if B >= 2:
+            bt[1 * maxp] = bt[0]          # sequence 1's first page is sequence 0's (a shared prefix)
+        npy_write(tmpfile("bt.npy"), "<i4", [B, maxp], bt)
+        npy_write(tmpfile("lens.npy"), "<i4", [B], lens)
+        sc = 1 / math.sqrt(D)
+        outs = {}
+        for split in splits:
+            ms = 8
+            args = ["Q=%s[%d,%d,%d,%d]" % (T, B, Sq, Hq, D), "Kc=%s[%d,%d,%d,%d]" % (KV, P, PAGE, Hkv, D),
+                    "Vc=%s[%d,%d,%d,%d]" % (KV, P, PAGE, Hkv, D), "block_table=" + tmpfile("bt.npy"),
+                    "seq_lens=" + tmpfile("lens.npy"), "O=%s[%d,%d,%d,%d]" % (T, B, Sq, Hq, D),
+                    "LSE=f32[%d,%d,%d]" % ((B, Sq, Hq) if lse else (0, 0, 0)),
+                    "Op=f32[%d,%d,%d,%d]" % (B, ms, Sq * Hq, D), "Lp=f32[%d,%d,%d]" % (B, ms, Sq * Hq),
+                    "sm_scale=%r" % sc, "k_scale=%r" % ks, "v_scale=%r" % vs]
+            d = ["T=" + T, "KV=" + KV, "D=%d" % D, "PAGE=%d" % PAGE, "BN=16", "SPLIT=%d" % split]
+            want = ["Q", "Kc", "Vc", "O"] + (["LSE"] if lse else [])
+            r = run("decode.tile", "paged_attn_decode", args, want + ["Op", "Lp"], d)
+            # the combine reads the workspace the first kernel left: handed over through files
+            npy_write(tmpfile("Op_in.npy"), "<f4", [B, ms, Sq * Hq, D], r["Op"])
+            npy_write(tmpfile("Lp_in.npy"), "<f4", [B, ms, Sq * Hq], r["Lp"])
+            r2 = run("decode.tile", "paged_attn_decode_combine",
+                     [a for a in args if not a.startswith(("Op=", "Lp="))] +
+                     ["Op=" + tmpfile("Op_in.npy"), "Lp=" + tmpfile("Lp_in.npy")], ["O"] + (["LSE"] if lse else []), d)
+            # the number of splits, as both grids compute it (the interpreter has 132 SMs)
+            progs = B * Hkv * ((Hq // Hkv * Sq + 15) // 16)
+            auto = min((maxp * PAGE + 63) // 64, (264 + progs - 1) // progs)
+            nsplit = max(1, min(ms, split if split >= 0 else auto))
+            outs[split] = (r, r2, nsplit)
+        for split, (r, r2, nsplit) in outs.items():
+            O, L = decode_ref(r["Q"], r["Kc"], r["Vc"], bt, lens, B, Sq, Hq, Hkv, D, PAGE, maxp, sc, ks, vs)
+            name = "paged_attn_decode T=%s KV=%s D=%d PAGE=%d Hq/Hkv=%d/%d Sq=%d SPLIT=%d" % (
+                T, KV, D, PAGE, Hq, Hkv, Sq, split)
+            name += " (%d splits)" % nsplit
+            got_o = r2["O"] if nsplit > 1 else r["O"]
+            close(name, got_o, O, *tol[KV])
+            if lse:
+                got_l = r2["LSE"] if nsplit > 1 else r["LSE"]
+                close(name + " LSE", [x if x != -math.inf else -1e30 for x in got_l],
+                      [x if x != -math.inf else -1e30 for x in L], 1e-2, 1e-2)
+        if len(outs) == 2:  # the split path against the unsplit one: equal within rounding
+            (ra, _, _), (rb, rb2, nb) = outs[0], outs[splits[1]]
+            close("paged_attn_decode %d splits == no split (D=%d PAGE=%d)" % (nb, D, PAGE),
+                  rb2["O"] if nb > 1 else rb["O"], ra["O"], 8e-3, 8e-3)
+
+    # contracts: shapes that disagree are errors at a requires() clause; a seq_lens entry beyond
+    # the table's capacity or a page outside the cache fails the kernel's assert (NaN on the GPU)
+    B, P, PAGE, D = 2, 6, 16, 64
+    npy_write(tmpfile("bt.npy"), "<i4", [B, 3], [0, 1, 2, 3, 4, 5])
+    base = {"Q": "bf16[2,1,8,64]", "Kc": "bf16[6,16,2,64]", "Vc": "bf16[6,16,2,64]", "block_table": tmpfile("bt.npy"),
+            "seq_lens": tmpfile("lens.npy"), "O": "bf16[2,1,8,64]", "LSE": "f32[0,0,0]", "Op": "f32[0,0,0,0]",
+            "Lp": "f32[0,0,0]", "sm_scale": "0.125", "k_scale": "1.0", "v_scale": "1.0"}
+    for what, lens, change, phrase in (
+            ("GQA mismatch (Hq=8, Hkv=3)", [5, 5], {"Kc": "bf16[6,16,3,64]", "Vc": "bf16[6,16,3,64]"}, "multiple"),
+            ("page size != PAGE", [5, 5], {"Kc": "bf16[6,32,2,64]", "Vc": "bf16[6,32,2,64]"}, "PAGE slots"),
+            ("block_table rows != B", [5, 5], {"Q": "bf16[3,1,8,64]", "O": "bf16[3,1,8,64]"}, "one row per sequence"),
+            ("LSE of another shape", [5, 5], {"LSE": "f32[2,1,4]"}, "LSE must be"),
+            ("seq_lens beyond max_pages * PAGE", [5, 49], {}, "beyond max_pages"),
+            ("a page outside the cache", [5, 40], {"Kc": "bf16[2,16,2,64]", "Vc": "bf16[2,16,2,64]"}, "outside")):
+        npy_write(tmpfile("lens.npy"), "<i4", [B], lens)
+        a = dict(base, **change)
+        rc, err = run_fail("decode.tile", "paged_attn_decode", ["%s=%s" % kv for kv in a.items()], ["D=64"])
+        equal("paged_attn_decode refuses: " + what, rc == 1 and phrase in err, True)
+
+    # kv_cache_append: T tokens into zeroed caches, -1 skipping one; bf16 exactly, FP8 rounded
+    T_, Hkv, P, PAGE = 6, 3, 4, 16
+    slots = [5, -1, 63, 16, 0, 40]
+    npy_write(tmpfile("slots.npy"), "<i8", [T_], slots)
+    for KV, ks, vs in (("bf16", 1.0, 1.0), ("f8e4m3", 0.5, 0.125)):
+        r = run("decode.tile", "kv_cache_append",
+                ["K=bf16[%d,%d,64]" % (T_, Hkv), "V=bf16[%d,%d,64]" % (T_, Hkv), "Kc=%s[%d,%d,%d,64]" % (KV, P, PAGE, Hkv),
+                 "Vc=%s[%d,%d,%d,64]" % (KV, P, PAGE, Hkv), "slot_mapping=" + tmpfile("slots.npy"),
+                 "k_scale=%r" % ks, "v_scale=%r" % vs, "--zero", "Kc,Vc"], ["K", "V", "Kc", "Vc"], ["D=64", "KV=" + KV])
+        for x, c, sc in (("K", "Kc", ks), ("V", "Vc", vs)):
+            want = [0.0] * (P * PAGE * Hkv * 64)
+            for i, sl in enumerate(slots):
+                if sl >= 0:
+                    want[sl * Hkv * 64:(sl + 1) * Hkv * 64] = [v / sc for v in r[x][i * Hkv * 64:(i + 1) * Hkv * 64]]
+            if KV == "bf16":
+                equal("kv_cache_append KV=bf16 %s" % c, r[c], want)
+            else:  # e4m3: 3 mantissa bits, a relative error of at most 2^-4, plus the subnormal step
+                close("kv_cache_append KV=f8e4m3 %s (scale %g)" % (c, sc), r[c], want, 2.0 ** -4, 2.0 ** -10)
+    npy_write(tmpfile("slots.npy"), "<i8", [T_], [5, -1, 64, 16, 0, 40])
+    rc, err = run_fail("decode.tile", "kv_cache_append",
+                       ["K=bf16[6,3,64]", "V=bf16[6,3,64]", "Kc=bf16[4,16,3,64]", "Vc=bf16[4,16,3,64]",
+                        "slot_mapping=" + tmpfile("slots.npy"), "k_scale=1.0", "v_scale=1.0"], ["D=64"])
+    equal("kv_cache_append refuses a slot outside the cache", rc == 1 and "outside the cache" in err, True)
 
 
 def rmsnorm_ref(X, W, M, N, eps):
@@ -556,7 +804,8 @@ if __name__ == "__main__":
     if not os.access(TILEC, os.X_OK):
         sys.exit("check-stdlib.py: %s is not an executable tilec" % TILEC)
     print("check-stdlib.py: stdlib kernels in the interpreter against float64 references")
-    for c in (gemm, fp8_gemm, fp8_quant, attention, norms, softmax, moe, moe_route, moe_align, moe_layer):
+    for c in (gemm, gemm_small_m, fp8_gemm, fp8_gemm_small_m, fp8_quant, attention, decode, norms, softmax, moe,
+              moe_route, moe_align, moe_layer):
         check(c)
     # every kernel of every stdlib file must have a check here
     for src in sorted(f for f in os.listdir(STDLIB) if f.endswith(".tile")):

@@ -178,6 +178,17 @@ def device_arch(library=None):
     return arch + "a" if arch == "sm_90" else arch
 
 
+def device_sm_count(library=None):
+    """The current device's number of SMs, or None without a usable GPU."""
+    lib = _rt.lib(library)
+    if lib.lib.tilert_init() != 0:
+        return None
+    info = _rt.DeviceInfo()
+    if lib.lib.tilert_device_get_info(ctypes.byref(info)) != 0:
+        return None
+    return info.sm_count
+
+
 def compile_cubin(source, kernel=None, defines=None, arch=None, options=(), tilec=None):
     """Runs tilec on a .tile file: the cubin's bytes.  defines: {"T": "bf16", "BN": 128};
     arch: default the current device's, else tilec's default (sm_90a).  A failure raises

@@ -5,7 +5,9 @@ from the bundle): exit 77 (SKIP) without torch or a CUDA device.
     tensors through the torch path and DLPack) on torch's current stream and on a side stream:
     results equal to torch's, bit for bit;
   - tilec.stdlib.gemm(a, b) for bf16 and f16 at 256x512x128 and a ragged 300x200x136, against
-    torch.matmul within 2e-2 relative (f32 accumulation, one rounding);
+    torch.matmul within 2e-2 relative (f32 accumulation, one rounding); and with the configuration
+    gemm_plan picks (swap-AB, split-K) at small M and N = 2112 against config="default", twice
+    with the same bits;
   - the runtime's argument errors as typed exceptions on real tensors."""
 import os
 import sys
@@ -99,6 +101,25 @@ for dt in (torch.bfloat16, torch.float16):
         err = (c.float() - ref).norm() / ref.norm()
         expect(c.shape == (m, nn) and c.dtype == dt and err.item() < 2e-2,
                "stdlib.gemm %s %dx%dx%d (rel err %.2e)" % (dt, m, nn, kk, err.item()))
+
+# issue 13: the configuration gemm_plan picks by shape (swap-AB for M <= 64, split-K with its
+# workspace and reduce, 64-wide tiles for N = 2112), against config="default" and float32 torch
+for m, nn, kk in [(1, 520, 1000), (16, 4096, 7168), (64, 2112, 2048), (128, 2112, 7168), (127, 300, 4096)]:
+    a = torch.randn(m, kk, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(kk, nn, device="cuda", dtype=torch.bfloat16)
+    plan = tilec.stdlib.gemm_plan("bf16", m, nn, kk, torch.cuda.get_device_properties(0).multi_processor_count)
+    ref = torch.matmul(a.float(), b.float())
+    for config in ("auto", "default"):
+        c = tilec.stdlib.gemm(a, b, config=config)
+        torch.cuda.synchronize()
+        err = (c.float() - ref).norm() / ref.norm()
+        expect(c.shape == (m, nn) and bool(torch.isfinite(c).all()) and err.item() < 2e-2,
+               "stdlib.gemm config=%s %dx%dx%d (%s S=%d, rel err %.2e)" % (
+                   config, m, nn, kk, "gemm" + plan["suffix"], plan["split"], err.item()))
+    # deterministic: the same bits twice (split-K sums its partials in a fixed order)
+    c1, c2 = tilec.stdlib.gemm(a, b), tilec.stdlib.gemm(a, b)
+    torch.cuda.synchronize()
+    expect(torch.equal(c1, c2), "stdlib.gemm %dx%dx%d: two runs differ" % (m, nn, kk))
 
 print("%d failure(s)" % len(failures))
 sys.exit(1 if failures else 0)

@@ -242,6 +242,43 @@ class NoGpu(unittest.TestCase):
         self.assertIn(NODRV, str(cm.exception))
 
 
+class GemmPlan(unittest.TestCase):
+    """tilec.stdlib.gemm_plan, the shape-to-configuration rule (issue 13): pure Python."""
+
+    def test_small_m_swaps_and_splits(self):
+        for kind in ("bf16", "fp8", "blockscale"):
+            p = tilec.stdlib.gemm_plan(kind, 16, 4096, 7168, 132)
+            self.assertTrue(p["swap"], kind)
+            self.assertEqual(p["tiles"][0], 16)            # no padded rows of A
+            self.assertGreater(p["split"], 1)              # 32 column blocks alone leave 100 SMs idle
+            self.assertEqual(p["suffix"], "_swapab_splitk")
+
+    def test_large_problems_take_the_plain_kernel(self):
+        for kind in ("bf16", "fp8"):
+            p = tilec.stdlib.gemm_plan(kind, 4096, 4096, 4096, 132)
+            self.assertEqual((p["suffix"], p["split"], p["tiles"][:2]), ("", 1, (128, 256)), kind)
+        p = tilec.stdlib.gemm_plan("blockscale", 8192, 8192, 8192, 132)
+        self.assertEqual((p["suffix"], p["split"]), ("", 1))
+        self.assertLessEqual(p["tiles"][1], 128)           # a block of N inside one scale block
+
+    def test_split_limits(self):
+        p = tilec.stdlib.gemm_plan("bf16", 128, 4096, 7168, 132, max_split=1)
+        self.assertEqual(p["split"], 1)
+        self.assertNotIn("_splitk", p["suffix"])
+        # K = 256 is 4 steps of 64: a split would leave fewer than GEMM_MIN_STEPS each
+        self.assertEqual(tilec.stdlib.gemm_plan("bf16", 16, 256, 256, 132)["split"], 1)
+        for m in (1, 64, 128, 1024):
+            p = tilec.stdlib.gemm_plan("bf16", m, 2112, 7168, 132)
+            steps = 7168 // p["tiles"][2]
+            self.assertGreaterEqual(steps // p["split"], tilec.stdlib.GEMM_MIN_STEPS)
+
+    def test_bad_kind(self):
+        with self.assertRaises(ValueError):
+            tilec.stdlib.gemm_plan("f32", 16, 16, 16)
+        with self.assertRaises(ValueError):
+            tilec.stdlib.gemm(TorchLike([16, 16], "bfloat16"), TorchLike([16, 16], "bfloat16"), config="fast")
+
+
 if __name__ == "__main__":
     r = unittest.main(exit=False, verbosity=2).result
     sys.exit(0 if r.wasSuccessful() else 1)
