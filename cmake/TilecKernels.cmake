@@ -2,7 +2,7 @@
 # that find_package(Tilec).
 #
 #   tilec_add_kernels(TARGET <target> SOURCES <file.tile>...
-#                     [ARCH sm_80|sm_86|sm_89|sm_90|sm_90a]   # default: ${TILEC_ARCH}, else sm_90a
+#                     [ARCH <one of TILEC_ARCHS>]             # default: ${TILEC_ARCH}, else TILEC_DEFAULT_ARCH
 #                     [DEFINES NAME=VALUE...]                  # -D for every source
 #                     [SPECS "NAME=VALUE[,NAME=VALUE...]"...]  # --spec: several specializations
 #                                                              # in one header (K__P_V_launch)
@@ -44,12 +44,13 @@ function(tilec_add_kernels)
     if(TILEC_ARCH)
       set(TK_ARCH ${TILEC_ARCH})
     else()
-      set(TK_ARCH sm_90a)
+      set(TK_ARCH ${TILEC_DEFAULT_ARCH})
     endif()
   endif()
-  if(NOT TK_ARCH MATCHES "^sm_(80|86|89|90|90a)$")
-    message(FATAL_ERROR "tilec_add_kernels(TARGET ${TK_TARGET}): ARCH ${TK_ARCH} is not one of sm_80, sm_86, "
-                        "sm_89, sm_90, sm_90a")
+  list(FIND TILEC_ARCHS "${TK_ARCH}" tk_arch_index)
+  if(tk_arch_index LESS 0)
+    list(JOIN TILEC_ARCHS ", " tk_archs)
+    message(FATAL_ERROR "tilec_add_kernels(TARGET ${TK_TARGET}): ARCH ${TK_ARCH} is not one of ${tk_archs}")
   endif()
   if(NOT TK_OUTPUT_DIR)
     set(TK_OUTPUT_DIR ${CMAKE_CURRENT_BINARY_DIR}/tilec/${TK_TARGET})

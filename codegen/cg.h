@@ -11,9 +11,10 @@
 
 #include "../common/base.h"
 #include "../common/diag.h"
+#include "../ir/target.h"
 
 typedef struct CgTarget {
-    const char *arch;   /* "sm_80", "sm_89", "sm_90", "sm_90a" */
+    const IrTarget *arch; /* a row of ir/target.def; never NULL */
     int opt_level;      /* 0..3 */
     bool lineinfo;      /* .loc and -lineinfo: on by default */
     bool verbose;       /* -v: registers, shared memory, spills per kernel */
@@ -21,9 +22,6 @@ typedef struct CgTarget {
     bool fast_math;     /* --fast-math: approximate math and f32 division (see lower_math.c) */
     bool keep_llvm;     /* --save-temps: CgResult.llvm holds the LLVM IR also when compiling further */
 } CgTarget;
-
-/* Is `arch` one tilec targets?  Also gives the PTX ISA version it needs. */
-bool cg_arch_valid(const char *arch);
 
 /* target.c: runs LLVM's optimisation pipeline at opt_level on the module (an
  * LLVMModuleRef passed as void* to keep LLVM out of this header) and writes

@@ -59,12 +59,12 @@ bool cg_ptxas_usage(const char *log, const char *name, int *regs, int *spill_st,
 
 /* The occupancy remark of every kernel: the hint, its estimate, and (with a
  * cubin) what ptxas used. */
-static void remark_occupancy(IrModule *m, const CgResult *out, bool ptxas_ran, Diag *d)
+static void remark_occupancy(IrModule *m, const CgTarget *t, const CgResult *out, bool ptxas_ran, Diag *d)
 {
     for (uint32_t i = 0; i < m->nfuncs && i < out->nfacts; i++) {
         IrFunc *f = m->funcs[i];
         CgOccupancy occ, *o = &occ;
-        cg_min_ctas(f, out->facts[i].warps, o);
+        cg_min_ctas(f, t->arch, out->facts[i].warps, o);
         StrBuf b = {0};
         if (o->min_ctas > 1) sb_printf(&b, "occupancy hint %d CTAs per SM (.minnctapersm)", o->min_ctas);
         else sb_puts(&b, "no occupancy hint");
@@ -85,10 +85,7 @@ static void remark_occupancy(IrModule *m, const CgResult *out, bool ptxas_ran, D
 bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit upto, CgResult *out, Diag *d)
 {
     memset(out, 0, sizeof *out);
-    if (!cg_arch_valid(t->arch)) {
-        diag_error_noloc(d, "unknown GPU arch '%s' (use sm_80, sm_86, sm_89, sm_90 or sm_90a)", t->arch);
-        return false;
-    }
+    TL_ASSERT(t->arch, "codegen");
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(m->file, ctx);
     out->facts = tl_xcalloc(m->nfuncs ? m->nfuncs : 1, sizeof *out->facts);
@@ -106,7 +103,7 @@ bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit upto, CgResult *ou
         return false;
     }
     if (upto == CG_EMIT_LLVM) {
-        if (diag_remark_on(d, DIAG_REMARK_occupancy)) remark_occupancy(m, out, false, d);
+        if (diag_remark_on(d, DIAG_REMARK_occupancy)) remark_occupancy(m, t, out, false, d);
         char *s = LLVMPrintModuleToString(mod);
         sb_puts(&out->llvm, s);
         LLVMDisposeMessage(s);
@@ -133,6 +130,6 @@ bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit upto, CgResult *ou
     arena_free(&a);
     if (ok && upto == CG_EMIT_CUBIN)
         ok = cg_ptx_to_cubin(out->ptx.s, out->ptx.len, t, &out->cubin, &out->cubin_len, &out->info, d);
-    if (ok && diag_remark_on(d, DIAG_REMARK_occupancy)) remark_occupancy(m, out, upto == CG_EMIT_CUBIN, d);
+    if (ok && diag_remark_on(d, DIAG_REMARK_occupancy)) remark_occupancy(m, t, out, upto == CG_EMIT_CUBIN, d);
     return ok;
 }

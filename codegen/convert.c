@@ -163,11 +163,11 @@ static void smem_gather(Cg *cg, IrVal x, const Layout *to, SrcIndexFn src_index,
                     t.s, (unsigned long long)bytes);
         sb_free(&t);
     }
-    if (bytes > 227 * 1024) {
+    if (bytes > cg->target->arch->smem_per_cta) {
         uint32_t def = ir_def(cg->f, x);
         diag_error(cg->d, def == UINT32_MAX ? cg->f->loc : ir_op(cg->f, def)->loc,
                    "tile of %lld elements is too large to move between threads through shared memory (%llu bytes; "
-                   "at most 232448)", (long long)ir_ty_numel(xt), (unsigned long long)bytes);
+                   "at most %u)", (long long)ir_ty_numel(xt), (unsigned long long)bytes, cg->target->arch->smem_per_cta);
         cg->failed = true;
         for (uint32_t r = 0; r < layout_nregs(to); r++) out[r] = LLVMGetUndef(et);
         return;

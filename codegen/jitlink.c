@@ -111,7 +111,7 @@ bool cg_ptx_to_cubin(const char *ptx, size_t ptx_len, const CgTarget *t, void **
         return false;
     }
     char arch[32], opt[24];
-    snprintf(arch, sizeof arch, "-arch=%s", t->arch);
+    snprintf(arch, sizeof arch, "-arch=%s", t->arch->name);
     /* nvJitLink takes only -O0 and -O3 itself; ptxas's -O1/-O2 go through -Xptxas */
     int lvl = t->opt_level < 0 ? 0 : t->opt_level > 3 ? 3 : t->opt_level;
     snprintf(opt, sizeof opt, lvl == 1 || lvl == 2 ? "-Xptxas=-O%d" : "-O%d", lvl);
@@ -121,7 +121,7 @@ bool cg_ptx_to_cubin(const char *ptx, size_t ptx_len, const CgTarget *t, void **
     if (t->verbose || info) opts[nopt++] = "-verbose";
     nvJitLinkHandle h;
     if (jl.create(&h, nopt, opts) != NVJITLINK_SUCCESS) {
-        diag_error_noloc(d, "nvJitLink: cannot create a link for %s", t->arch);
+        diag_error_noloc(d, "nvJitLink: cannot create a link for %s", t->arch->name);
         return false;
     }
     bool ok = false;

@@ -1056,7 +1056,7 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
     cg->warps = f->warps ? f->warps : 4;
     init_types(cg);
     cg->vals = ARENA_ARRAY(scratch, CgVal, f->nvals);
-    for (uint32_t i = 0; i < f->nops && layout_arch_has_wgmma(t->arch); i++)
+    for (uint32_t i = 0; i < f->nops && ir_target_has(t->arch, IR_TGT_WGMMA); i++)
         cg->inline_fdiv |= !f->ops[i].dead && f->ops[i].opc == IR_DOT;
     cg->free_ = ARENA_ARRAY(scratch, uint8_t, f->nvals);
     ir_free_values(f, cg->free_);
@@ -1103,7 +1103,7 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
         add_grid_constants(cg, desc_idx, cg->ntma);
     }
     CgOccupancy occ;
-    int min_ctas = cg_min_ctas(f, cg->warps, &occ);
+    int min_ctas = cg_min_ctas(f, t->arch, cg->warps, &occ);
     if (min_ctas > 1) add_annotation(cg, "minctasm", min_ctas);
     cg->b = LLVMCreateBuilderInContext(cg->ctx);
     if (t->lineinfo) init_debug(cg, f->mod->file);
@@ -1150,10 +1150,10 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
     }
     /* the buffers' region (after up to 1024 bytes of alignment) comes before the scratch area */
     facts->smem_dynamic = cg->smem_bytes + (cg->nbufs ? 1024 + cg->buf_bytes : 0);
-    if (cg->nbufs && facts->smem_dynamic > 227 * 1024 && !cg->failed) {
+    if (cg->nbufs && facts->smem_dynamic > t->arch->smem_per_cta && !cg->failed) {
         diag_error(d, f->loc, "'%s' needs %u bytes of shared memory: %u for its buffers (with their barriers and 1024 "
-                   "of alignment) and %u of scratch; at most 232448", f->source_name, facts->smem_dynamic,
-                   1024 + cg->buf_bytes, cg->smem_bytes);
+                   "of alignment) and %u of scratch; at most %u", f->source_name, facts->smem_dynamic,
+                   1024 + cg->buf_bytes, cg->smem_bytes, t->arch->smem_per_cta);
         cg->failed = true;
     }
     if (cg->ntma) {

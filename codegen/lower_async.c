@@ -1,6 +1,7 @@
 /* lower_async.c: the pipelining ops (ir/ops.def): SMEM_ALLOC, ASYNC_LOAD,
- * ASYNC_WAIT, SMEM_READ, SMEM_WRITE, BARRIER, DOT_WAIT, TMA_READY, on sm_90 TMA and mbarriers;
- * and BLOCK_STOREs through shared memory and TMA stores on sm_90a.
+ * ASYNC_WAIT, SMEM_READ, SMEM_WRITE, BARRIER, DOT_WAIT, TMA_READY (TMA and mbarriers,
+ * on targets with IR_TGT_TMA); and BLOCK_STOREs through shared memory and TMA
+ * stores (IR_TGT_TMA_STORE).
  *
  * 1. Plan (cg_async_plan, before the signature): every SMEM_ALLOC gets a static
  *    region of dynamic shared memory, its stages 1024-aligned (shared with the
@@ -71,8 +72,6 @@
 #include <string.h>
 
 #include "../runtime/meta.h"
-
-#define SMEM_LIMIT (227u * 1024) /* dynamic shared memory a block may have (sm_90) */
 
 static LLVMValueRef k32(Cg *cg, uint32_t v) { return LLVMConstInt(cg->i32, v, 0); }
 
@@ -151,8 +150,6 @@ static bool guarded(IrFunc *f, const IrOp *op, IrVal view)
     return false;
 }
 
-static int arch_sm(const Cg *cg) { return atoi(cg->target->arch + 3); }
-
 /* Whether block a is block b or nested in it. */
 static bool block_in(IrFunc *f, IrBlk a, IrBlk b)
 {
@@ -216,8 +213,12 @@ static bool plan_load(Cg *cg, IrOp *op, bool optional, CgTmaDesc *t)
     IrFunc *f = cg->f;
     IrVal view = ir_opnd(f, op, 0);
     const CgBuf *b = buf_of(cg, ir_opnd(f, op, 1));
-    if (arch_sm(cg) < 90) {
-        user_error(cg, op, "async_load needs TMA, which needs sm_90 or later", ir_vty(f, view));
+    if (!ir_target_has(cg->target->arch, IR_TGT_TMA)) {
+        IrTargetList l;
+        char msg[384];
+        snprintf(msg, sizeof msg, "async_load needs TMA, which needs %s (compiling for %s)",
+                 ir_target_list(&l, IR_TGT_TMA, ", ", " or "), cg->target->arch->name);
+        user_error(cg, op, msg, ir_vty(f, view));
         return false;
     }
     if (!f->vals[view].is_arg || f->vals[view].def != f->body) {
@@ -261,7 +262,7 @@ static bool uniform_point(IrFunc *f, const IrOp *op)
 }
 
 /* Whether BLOCK_STORE op is a TMA store, and how it stages its tile.  It is when
- * the target is sm_90a, the view is a 2-d kernel parameter, the tile's elements
+ * the target has IR_TGT_TMA_STORE, the view is a 2-d kernel parameter, the tile's elements
  * are 1, 2 or 4 bytes (not i1) in rows of at least 16 bytes and it has at least
  * 8 rows (each box starts 128-byte aligned), the plain path would move less than
  * 16 bytes per access and a warp would write less than a 128-byte line (or a
@@ -273,7 +274,7 @@ static bool uniform_point(IrFunc *f, const IrOp *op)
 static bool store_plan(Cg *cg, const IrOp *op, StorePlan *p)
 {
     IrFunc *f = cg->f;
-    if (strcmp(cg->target->arch, "sm_90a") != 0) return false;
+    if (!ir_target_has(cg->target->arch, IR_TGT_TMA_STORE)) return false;
     IrVal view = ir_opnd(f, op, 0);
     IrType vt = ir_vty(f, view);
     if (vt.kind != TY_VIEW || vt.rank != 2 || !f->vals[view].is_arg || f->vals[view].def != f->body) return false;
@@ -293,7 +294,8 @@ static bool store_plan(Cg *cg, const IrOp *op, StorePlan *p)
     p->strips = (uint32_t)t.dims[1] * (uint32_t)eb / p->span;
     p->align = layout_swizzle_align(p->S.swizzle) > 128 ? layout_swizzle_align(p->S.swizzle) : 128;
     uint32_t strip = p->R * p->span, used = cg->nbufs ? 1024 + cg->buf_bytes : 0;
-    uint32_t avail = SMEM_LIMIT > used + p->align ? SMEM_LIMIT - used - p->align : 0;
+    uint32_t limit = cg->target->arch->smem_per_cta;
+    uint32_t avail = limit > used + p->align ? limit - used - p->align : 0;
     p->group = p->strips;
     if ((uint64_t)p->group * strip <= avail) return true;
     if (!cg_smem_part_static(L, &p->S, strip)) return false;
@@ -615,7 +617,7 @@ void cg_lower_DOT_WAIT(Cg *cg, uint32_t opid, IrOp *op)
     const Layout *L = cg_layout(cg, res);
     uint32_t n = layout_nregs(L);
     LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
-    if (!layout_arch_has_wgmma(cg->target->arch)) { /* every DOT here completed when it returned */
+    if (!ir_target_has(cg->target->arch, IR_TGT_WGMMA)) { /* every DOT here completed when it returned */
         cg_value_as(cg, x, L, out);
         cg_define(cg, res, out, n);
         return;

@@ -199,9 +199,9 @@ void cg_lower_PRINT(Cg *cg, uint32_t opid, IrOp *op)
         offs[k] = (uint32_t)bytes;
         bytes += (uint64_t)ir_ty_numel(t) * elem_bytes(t);
     }
-    if (bytes > 227 * 1024) {
-        diag_error(cg->d, op->loc, "print of %llu bytes of tiles is too large to gather in shared memory (at most 232448)",
-                   (unsigned long long)bytes);
+    if (bytes > cg->target->arch->smem_per_cta) {
+        diag_error(cg->d, op->loc, "print of %llu bytes of tiles is too large to gather in shared memory (at most %u)",
+                   (unsigned long long)bytes, cg->target->arch->smem_per_cta);
         cg->failed = true;
         return;
     }

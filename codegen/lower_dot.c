@@ -114,10 +114,10 @@ static void fma_path(Cg *cg, IrOp *op, LLVMValueRef *out)
     const Layout *LC = cg_layout(cg, res);
     uint32_t n = layout_nregs(LC);
     uint64_t bytes = ((uint64_t)M * K + (uint64_t)K * N) * 4;
-    if (bytes > 227 * 1024) {
+    if (bytes > cg->target->arch->smem_per_cta) {
         diag_error(cg->d, op->loc, "dot of [%d, %d] x [%d, %d] needs %llu bytes of shared memory on this path "
-                   "(f32 or fp8 operands, or shapes mma.sync cannot tile); at most 232448", M, K, K, N,
-                   (unsigned long long)bytes);
+                   "(f32 or fp8 operands, or shapes mma.sync cannot tile); at most %u", M, K, K, N,
+                   (unsigned long long)bytes, cg->target->arch->smem_per_cta);
         cg->failed = true;
         for (uint32_t r = 0; r < n; r++) out[r] = LLVMConstReal(cg->f32, 0);
         return;
@@ -181,10 +181,11 @@ static void place(CgWgmmaPlan *p)
     p->bytes = b_copy ? p->b.off + bbytes : a_copy ? abytes : 0;
 }
 
-bool cg_wgmma_plan(IrType at, IrType bt, const Layout *La, const Layout *Lb, int warps, CgWgmmaPlan *p)
+bool cg_wgmma_plan(const IrTarget *t, IrType at, IrType bt, const Layout *La, const Layout *Lb, int warps,
+                   CgWgmmaPlan *p)
 {
     memset(p, 0, sizeof *p);
-    if (!layout_wgmma_shape(at, bt, warps, &p->w)) return false;
+    if (!layout_wgmma_shape(t, at, bt, warps, &p->w)) return false;
     p->M = at.dims[0];
     p->K = at.dims[1];
     p->N = bt.dims[1];
@@ -470,16 +471,16 @@ void cg_lower_DOT(Cg *cg, uint32_t opid, IrOp *op)
     LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
     /* the plan the layout pass followed (for the arch the module names) */
     DotPlan plan;
-    layout_dot_plan(at, ir_vty(f, b), ct, cg->warps, f->mod ? f->mod->arch : NULL, &plan);
+    layout_dot_plan(at, ir_vty(f, b), ct, cg->warps, f->mod ? f->mod->target : NULL, &plan);
     if (!layout_eq(&plan.acc, LC))
         tl_fatal("codegen", "%s:%u:%u: the dot's result is not in the accumulator layout of its plan (%s: %s)",
                  f->name, op->loc.line, op->loc.col, layout_dot_instr_name(plan.instr), plan.reason);
     if (plan.instr == LL_DOT_WGMMA) {
-        if (!layout_arch_has_wgmma(cg->target->arch))
+        if (!ir_target_has(cg->target->arch, IR_TGT_WGMMA))
             tl_fatal("codegen", "%s:%u:%u: the dot was planned for wgmma (%s), the target %s has none", f->name,
-                     op->loc.line, op->loc.col, plan.reason, cg->target->arch);
+                     op->loc.line, op->loc.col, plan.reason, cg->target->arch->name);
         CgWgmmaPlan wp;
-        if (!cg_wgmma_plan(at, ir_vty(f, b), cg_layout(cg, a), cg_layout(cg, b), cg->warps, &wp))
+        if (!cg_wgmma_plan(cg->target->arch, at, ir_vty(f, b), cg_layout(cg, a), cg_layout(cg, b), cg->warps, &wp))
             tl_fatal("codegen", "%s:%u:%u: no shared layouts for the planned wgmma (%s)", f->name, op->loc.line,
                      op->loc.col, plan.reason);
         /* operands that are buffer stages are read in place where wgmma can */
@@ -500,7 +501,7 @@ void cg_lower_DOT(Cg *cg, uint32_t opid, IrOp *op)
     } else {
         remark_dot(cg, op, "FMA (f32 fused multiply-adds, no tensor cores: they need f16 or bf16 operands%s, a "
                    "result of multiples of %d x %d and K a multiple of 16; here: %s)",
-                   layout_arch_has_wgmma(cg->target->arch) ? " (or fp8 for wgmma)" : "", 16 * plan.wm, 8 * plan.wn,
+                   ir_target_has(cg->target->arch, IR_TGT_WGMMA) ? " (or fp8 for wgmma)" : "", 16 * plan.wm, 8 * plan.wn,
                    plan.reason);
         fma_path(cg, op, out);
     }

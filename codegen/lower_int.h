@@ -78,9 +78,9 @@ typedef struct CgOccupancy {
 } CgOccupancy;
 
 /* occupancy.c: CTAs per SM to ask ptxas for (.minnctapersm; 0 or 1: no hint),
- * with the estimate behind it in *occ.  A function of f alone: compile.c
+ * with the estimate behind it in *occ.  A function of f and tg alone: compile.c
  * calls it again for the occupancy remark. */
-int cg_min_ctas(IrFunc *f, int warps, CgOccupancy *occ);
+int cg_min_ctas(IrFunc *f, const IrTarget *tg, int warps, CgOccupancy *occ);
 
 /* lower.c */
 LLVMTypeRef cg_elem_type(Cg *cg, IrType t);          /* of one element (pointer tiles: ptr addrspace(1)) */
@@ -244,7 +244,8 @@ typedef struct CgWgmmaPlan {
 } CgWgmmaPlan;
 /* La, Lb: the operands' register layouts, which pick K- or MN-major (NULL:
  * K-major).  False where layout_wgmma_shape refuses the operand types. */
-bool cg_wgmma_plan(IrType at, IrType bt, const Layout *La, const Layout *Lb, int warps, CgWgmmaPlan *p);
+bool cg_wgmma_plan(const IrTarget *t, IrType at, IrType bt, const Layout *La, const Layout *Lb, int warps,
+                   CgWgmmaPlan *p);
 /* Plans operand op (of type t: A [M, K], B [K, N]) to be read from a buffer stage
  * laid out as S (over the buffer's tile; trans: the operand is that tile
  * transposed) instead of from a copy: K- or MN-major as the buffer is, which must

@@ -37,8 +37,8 @@
  *      the GPU chooses (the interpreter's row-major order is not kept).
  *      atom.global.add.f32 flushes subnormal inputs and results to zero (PTX
  *      ISA); the interpreter does not.
- *   6. BLOCK_STORE of a 2-d tile into a view parameter on sm_90a whose registers
- *      give less than 16 bytes per access and whose warps write less than a
+ *   6. BLOCK_STORE of a 2-d tile into a view parameter on a target with
+ *      IR_TGT_TMA_STORE whose registers give less than 16 bytes per access and whose warps write less than a
  *      128-byte line of a row per access (an accumulator's pairs) is staged in
  *      shared memory and written by TMA (lower_async.c, cg_tma_store); where
  *      the launcher passed no descriptor, every thread reads the staged tile

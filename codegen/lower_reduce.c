@@ -75,7 +75,6 @@
 
 #include <string.h>
 
-#define SMEM_MAX (227u * 1024u) /* the most shared memory one CTA may have (sm_80, sm_90) */
 
 /* ---- layout analysis ------------------------------------------------------------ */
 
@@ -185,9 +184,10 @@ static bool is_f8(DType t) { return t == DT_F8E4M3 || t == DT_F8E5M2; }
 /* Reports a tile too large for the shared-memory scratch area. */
 static bool smem_fits(Cg *cg, IrOp *op, uint64_t bytes)
 {
-    if (bytes <= SMEM_MAX) return true;
+    uint32_t max = cg->target->arch->smem_per_cta;
+    if (bytes <= max) return true;
     diag_error(cg->d, op->loc, "%s of this tile needs %llu bytes of shared memory, more than the %u a program may have",
-               opname(op), (unsigned long long)bytes, SMEM_MAX);
+               opname(op), (unsigned long long)bytes, max);
     cg->failed = true;
     return false;
 }

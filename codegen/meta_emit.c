@@ -305,7 +305,7 @@ static bool emit_requires(const IrFunc *f, Arena *a, tilert_meta_kernel *k, Diag
 /* ---- TMA descriptors ------------------------------------------------------------ */
 
 /* Attaches facts' descriptors to the parameters ps[0..f->nparams) (arrays in the arena). */
-static bool emit_tma(const IrFunc *f, const CgKernelFacts *facts, uint16_t sm, Arena *a, tilert_meta_param *ps,
+static bool emit_tma(const IrFunc *f, const CgKernelFacts *facts, const IrTarget *tg, Arena *a, tilert_meta_param *ps,
                      Diag *d)
 {
     if (!facts || facts->ntma == 0) return true;
@@ -314,9 +314,10 @@ static bool emit_tma(const IrFunc *f, const CgKernelFacts *facts, uint16_t sm, A
                    TILERT_META_MAX_TMA);
         return false;
     }
-    if (sm < 90) {
-        diag_error(d, f->loc, "kernel '%s' uses TMA, which needs sm_90 or later (compiling for sm_%u)",
-                   f->source_name, sm);
+    if (!ir_target_has(tg, IR_TGT_TMA)) {
+        IrTargetList l;
+        diag_error(d, f->loc, "kernel '%s' uses TMA, which needs %s (compiling for %s)", f->source_name,
+                   ir_target_list(&l, IR_TGT_TMA, ", ", " or "), tg->name);
         return false;
     }
     bool ok = true;
@@ -381,17 +382,12 @@ static bool emit_tma(const IrFunc *f, const CgKernelFacts *facts, uint16_t sm, A
 
 /* ---- kernels ------------------------------------------------------------------- */
 
-bool cg_meta_build(const IrFunc *const *kernels, const CgKernelFacts *facts, uint32_t n, const char *arch, Arena *a,
-                   CgMeta *out, Diag *d)
+bool cg_meta_build(const IrFunc *const *kernels, const CgKernelFacts *facts, uint32_t n, const IrTarget *tg,
+                   Arena *a, CgMeta *out, Diag *d)
 {
     out->data = NULL;
     out->len = 0;
-    uint16_t sm;
-    uint8_t arch_flags;
-    if (!tilert_meta_parse_arch(arch, &sm, &arch_flags)) {
-        diag_error_noloc(d, "unknown GPU arch '%s' (expected sm_80, sm_89, sm_90 or sm_90a)", arch ? arch : "");
-        return false;
-    }
+    TL_ASSERT(tg, "meta");
     if (n == 0) {
         diag_error_noloc(d, "no kernels to describe");
         return false;
@@ -404,8 +400,8 @@ bool cg_meta_build(const IrFunc *const *kernels, const CgKernelFacts *facts, uin
         memset(k, 0, sizeof *k);
         k->symbol = f->name;
         k->source_name = f->source_name;
-        k->sm = sm;
-        k->arch_flags = arch_flags;
+        k->sm = tg->sm;
+        k->arch_flags = tg->specific ? TILERT_META_ARCH_SPECIFIC : 0;
         int warps = facts ? facts[i].warps : f->warps;
         if (warps < 1 || warps > TILERT_META_MAX_WARPS) {
             diag_error(d, f->loc, "kernel '%s' has %d warps per program (1..%d)", f->source_name, warps,
@@ -435,7 +431,7 @@ bool cg_meta_build(const IrFunc *const *kernels, const CgKernelFacts *facts, uin
                 ok = false;
             }
         }
-        if (!emit_tma(f, facts ? &facts[i] : NULL, sm, a, ps, d)) ok = false;
+        if (!emit_tma(f, facts ? &facts[i] : NULL, tg, a, ps, d)) ok = false;
         k->params = ps;
         k->nparams = f->nparams;
         tilert_meta_spec *ss = ARENA_ARRAY(a, tilert_meta_spec, f->nspecs ? f->nspecs : 1);

@@ -2,7 +2,7 @@
  * the PTX declaration that carries it into the cubin.
  *
  *   CgMeta meta;
- *   if (!cg_meta_build(funcs, facts, n, "sm_90a", &arena, &meta, diag)) ...;
+ *   if (!cg_meta_build(funcs, facts, n, ir_target_find("sm_90a"), &arena, &meta, diag)) ...;
  *   cg_meta_ptx(&ptx, &meta);     // append to the module's PTX text
  *
  * libtilert finds the array on the host through the cubin's symbol table.
@@ -47,7 +47,7 @@ typedef struct CgKernelFacts {
     uint32_t smem_static;         /* bytes of static shared memory */
     uint32_t smem_dynamic;        /* bytes of dynamic shared memory the launch must give */
     const CgTmaDesc *tma;         /* the kernel's TMA descriptors (NULL: none); kept by the caller */
-    uint32_t ntma;                /* at most 16; the kernel's arch must be sm_90 or later */
+    uint32_t ntma;                /* at most 16; the kernel's arch must have IR_TGT_TMA */
 } CgKernelFacts;
 
 typedef struct CgMeta {
@@ -55,11 +55,10 @@ typedef struct CgMeta {
     size_t len;
 } CgMeta;
 
-/* Builds the blob for kernels[0..n) compiled for `arch` ("sm_80", "sm_89",
- * "sm_90", "sm_90a").  facts[i] belongs to kernels[i]; with facts NULL the
+/* Builds the blob for kernels[0..n) compiled for target tg.  facts[i] belongs to kernels[i]; with facts NULL the
  * warps come from each IrFunc (which must then be set) and shared memory is 0.
  * Each kernel's grid block (if any) becomes grid code; an op the launcher
- * cannot evaluate, a float or pointer in the grid, or a bad arch is an error
+ * cannot evaluate, a float or pointer in the grid, or TMA on a target without it is an error
  * reported to d (false returned).  facts[i].tma become the metadata's TMA
  * records; a descriptor that breaks a rule of cuTensorMapEncodeTiled known at
  * compile time (box extents 1..256, innermost box bytes a multiple of 16 and
@@ -67,8 +66,8 @@ typedef struct CgMeta {
  * names a parameter that is not a view, or disagrees with the view's other
  * descriptors about being optional, is an error naming the kernel, the parameter
  * and the rule. */
-bool cg_meta_build(const IrFunc *const *kernels, const CgKernelFacts *facts, uint32_t n, const char *arch, Arena *a,
-                   CgMeta *out, Diag *d);
+bool cg_meta_build(const IrFunc *const *kernels, const CgKernelFacts *facts, uint32_t n, const IrTarget *tg,
+                   Arena *a, CgMeta *out, Diag *d);
 
 /* Appends `.visible .global .align 8 .b8 __tilec_meta[N] = {...};` to b. */
 void cg_meta_ptx(StrBuf *b, const CgMeta *m);

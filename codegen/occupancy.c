@@ -20,9 +20,10 @@
  *      (addresses, loop and reduction temporaries, and the widening and
  *      packing of 16-bit rows, which grow with the row), rounded up to 8, at
  *      least 40.
- *   3. CTAs = min(65536 / (threads * R), 2048 / threads); with 2 or more it
- *      is emitted as .minnctapersm, which caps ptxas at 65536 / (CTAs *
- *      threads) registers.
+ *   3. CTAs = min(registers per SM / (threads * R), threads per SM /
+ *      threads) (the target's, ir/target.def: 65536 and 2048 on sm_90a); with
+ *      2 or more it is emitted as .minnctapersm, which caps ptxas at
+ *      registers per SM / (CTAs * threads) registers.
  * Measured on the H200 (4096 rows, 2026-11-29): softmax f32 8k at 64
  * registers (4 CTAs) 3.79 TB/s against 2.36 at ptxas's 162; rmsnorm f32 8k at
  * 128 (2 CTAs) 3.79, but capped at 64 it spilled in the hot path (x and w
@@ -175,7 +176,7 @@ static void mark_streamed(Occ *o)
     free(bnd);
 }
 
-int cg_min_ctas(IrFunc *f, int warps, CgOccupancy *occ)
+int cg_min_ctas(IrFunc *f, const IrTarget *tg, int warps, CgOccupancy *occ)
 {
     memset(occ, 0, sizeof *occ);
     const char *env = getenv("TILEC_MIN_CTAS");
@@ -207,8 +208,8 @@ int cg_min_ctas(IrFunc *f, int warps, CgOccupancy *occ)
     double need = p + base > 2 * p ? p + base : 2 * p;
     int64_t r = ((int64_t)need + 7) / 8 * 8;
     if (r < 40) r = 40;
-    int64_t ctas = 65536 / ((int64_t)threads * r);
-    if (ctas > 2048 / threads) ctas = 2048 / threads;
+    int64_t ctas = tg->regs_per_sm / ((int64_t)threads * r);
+    if (ctas > tg->threads_per_sm / threads) ctas = tg->threads_per_sm / threads;
     occ->peak = p;
     occ->regs = (int)r;
     return occ->min_ctas = ctas < 1 ? 1 : (int)ctas;

@@ -2,7 +2,8 @@
  *
  * 1. Initialise the NVPTX target once per process (pthread_once: LLVM's
  *    registries are global).
- * 2. Make a target machine for nvptx64-nvidia-cuda with the arch as the CPU.
+ * 2. Make a target machine for nvptx64-nvidia-cuda with the arch as the CPU
+ *    and its PTX ISA version (ir/target.def) as the feature.
  * 3. Run the new pass manager's default<On> pipeline.
  * 4. Emit assembly (PTX) to memory and copy it out.
  */
@@ -16,15 +17,6 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
-
-static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
-
-bool cg_arch_valid(const char *arch)
-{
-    for (size_t i = 0; i < TL_COUNTOF(archs); i++)
-        if (strcmp(arch, archs[i]) == 0) return true;
-    return false;
-}
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -51,12 +43,13 @@ bool cg_emit_ptx(void *llvm_module, const CgTarget *t, StrBuf *ptx, Diag *d)
         LLVMDisposeModule(mod);
         return false;
     }
-    /* PTX 8.0 is the oldest ISA with every Hopper instruction we emit inline. */
+    char features[16];
+    snprintf(features, sizeof features, "+ptx%u", (unsigned)t->arch->ptx_isa);
     LLVMCodeGenOptLevel lvl = t->opt_level <= 0 ? LLVMCodeGenLevelNone
                               : t->opt_level == 1 ? LLVMCodeGenLevelLess
                               : t->opt_level == 2 ? LLVMCodeGenLevelDefault
                                                   : LLVMCodeGenLevelAggressive;
-    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, t->arch, "+ptx80", lvl,
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, t->arch->name, features, lvl,
                                                       LLVMRelocDefault, LLVMCodeModelDefault);
     LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
     LLVMSetModuleDataLayout(mod, dl);

@@ -461,9 +461,15 @@ static bool exec_NUM_PROGRAMS(Interp *in, const IrOp *op)
     return true;
 }
 
+uint32_t interp_num_sms(const IrFunc *f)
+{
+    const IrTarget *t = f->mod && f->mod->target ? f->mod->target : ir_target_default();
+    return t->num_sms;
+}
+
 static bool exec_NUM_SMS(Interp *in, const IrOp *op)
 {
-    out(in, op->res)[0].i = INTERP_NUM_SMS;
+    out(in, op->res)[0].i = interp_num_sms(in->f);
     return true;
 }
 

@@ -35,9 +35,10 @@ typedef struct InterpArg {
     int64_t shape[IR_MAXRANK], stride[IR_MAXRANK];   /* IARG_VIEW, strides in elements */
 } InterpArg;
 
-/* What num_sms() gives in the interpreter (kernel bodies and grid clauses): an
- * H100/H200 SXM's count.  A kernel's results must not depend on it. */
-#define INTERP_NUM_SMS 132
+/* num_sms() in the interpreter (kernel bodies and grid clauses) gives the SM
+ * count of the module's target (ir/target.def; the default target's when the
+ * module names none).  A kernel's results must not depend on it. */
+uint32_t interp_num_sms(const IrFunc *f);
 
 typedef struct InterpOptions {
     FILE *print_out;    /* where `print` writes (NULL: stdout) */

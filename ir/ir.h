@@ -22,6 +22,7 @@
 
 #include "../common/base.h"
 #include "../common/diag.h"
+#include "target.h"
 
 /* ---- element types ---------------------------------------------------- */
 typedef enum DType {
@@ -193,7 +194,7 @@ struct IrModule {
     uint32_t nfuncs, funccap;
     char **strs;            /* strs[0] = "" */
     uint32_t nstrs, strcap;
-    const char *arch;       /* the GPU arch the backend passes target ("sm_90a"); NULL: none named */
+    const IrTarget *target; /* what the backend passes and num_sms() see (target.def); NULL: none named */
 };
 
 IrModule *ir_module_new(const char *file);

@@ -614,13 +614,9 @@ uint32_t layout_wgmma_start(const SharedLayout *S, WgmmaOperand op, int mn0, int
     return layout_swizzle_addr(S->swizzle, operand_off(S, op, mn0, k0));
 }
 
-bool layout_arch_has_wgmma(const char *arch)
+bool layout_wgmma_shape(const IrTarget *t, IrType at, IrType bt, int warps, WgmmaShape *out)
 {
-    return arch && strcmp(arch, "sm_90a") == 0;
-}
-
-bool layout_wgmma_shape(IrType at, IrType bt, int warps, WgmmaShape *out)
-{
+    if (!ir_target_has(t, IR_TGT_WGMMA)) return false;
     if (at.kind != TY_TILE || bt.kind != TY_TILE || at.rank != 2 || bt.rank != 2 || at.isptr || bt.isptr) return false;
     DType dt = (DType)at.dt;
     bool f16 = dt == DT_F16 || dt == DT_BF16, f8 = dt == DT_F8E4M3 || dt == DT_F8E5M2;
@@ -637,7 +633,7 @@ bool layout_wgmma_shape(IrType at, IrType bt, int warps, WgmmaShape *out)
     w.instr_n = N / w.wgn > 256 ? 256 : N / w.wgn;
     if ((w.instr_n & (w.instr_n - 1)) || N % (w.instr_n * w.wgn) || K % w.instr_k) return false;
     /* A and B staged in shared memory, each aligned to the 1024-byte swizzle repeat */
-    if (((int64_t)M * K + (int64_t)K * N) * dt_bytes(dt) + 2048 > 227 * 1024) return false;
+    if (((int64_t)M * K + (int64_t)K * N) * dt_bytes(dt) + 2048 > t->smem_per_cta) return false;
     /* both operands K-major: A [M, K] contiguous along dim 1, B [K, N] along dim 0 */
     SharedLayout SA = layout_shared_swizzled(at, 1, (LayoutSwizzle)layout_swizzle_for(at, 1));
     SharedLayout SB = layout_shared_swizzled(bt, 0, (LayoutSwizzle)layout_swizzle_for(bt, 0));
@@ -654,15 +650,15 @@ const char *layout_dot_instr_name(DotInstr i)
     return names[i];
 }
 
-void layout_dot_plan(IrType at, IrType bt, IrType ct, int warps, const char *arch, DotPlan *out)
+void layout_dot_plan(IrType at, IrType bt, IrType ct, int warps, const IrTarget *t, DotPlan *out)
 {
     memset(out, 0, sizeof *out);
     out->wm = warps >= 4 ? warps / 2 : warps;
     out->wn = warps / out->wm;
-    if (layout_arch_has_wgmma(arch) && layout_wgmma_shape(at, bt, warps, &out->w)) {
+    if (layout_wgmma_shape(t, at, bt, warps, &out->w)) {
         out->instr = LL_DOT_WGMMA;
         out->acc = layout_wgmma_acc(ct, out->w.wgm, out->w.wgn, out->w.instr_n);
-        snprintf(out->reason, sizeof out->reason, "%s, %d x %d warpgroups, m64n%dk%d", arch, out->w.wgm, out->w.wgn,
+        snprintf(out->reason, sizeof out->reason, "%s, %d x %d warpgroups, m64n%dk%d", t->name, out->w.wgm, out->w.wgn,
                  out->w.instr_n, out->w.instr_k);
         return;
     }

@@ -157,7 +157,7 @@ BankCost layout_bank_cost(const Layout *L, const SharedLayout *S, int vec);
  * coordinates, e.g. #shared<128B, contig=1, offset=[[0,1],...,[1,8]]>. */
 void layout_shared_print(StrBuf *b, const SharedLayout *S);
 
-/* ---- wgmma (sm_90a) ----------------------------------------------------- */
+/* ---- wgmma (IR_TGT_WGMMA) ------------------------------------------------- */
 
 /* The accumulator layout of wgmma.m64nNk* for an f32 tile [BM, BN] over
  * warpgroups laid out wgm x wgn (4 * wgm * wgn warps), instr_n the N of one
@@ -194,27 +194,25 @@ uint32_t layout_wgmma_start(const SharedLayout *S, WgmmaOperand op, int mn0, int
 uint32_t layout_wgmma_desc_addr(uint64_t desc, bool k_major, int ebytes, int mn, int k);
 
 /* How a DOT of operands A [M, K] x B [K, N] (types at, bt) with an f32
- * result [M, N] maps onto wgmma over `warps` warps: wgm x wgn warpgroups
+ * result [M, N] maps onto wgmma on target t over `warps` warps: wgm x wgn warpgroups
  * (wgm as large as M allows: each warpgroup owns 64-row blocks, M first),
  * instructions m64 x instr_n x instr_k (instr_k: 32 bytes of K; instr_n the
  * warpgroup's share of N, at most 256).  False unless warps is a multiple of
- * 4, the operands are f16/bf16 or 8-bit floats, M is a multiple of 64 * wgm,
+ * 4, t has wgmma (IR_TGT_WGMMA; a NULL t has none), A and B fit in its
+ * shared memory, the operands are f16/bf16 or 8-bit floats, M is a multiple of 64 * wgm,
  * each warpgroup's N a power of two >= 8, K a multiple of instr_k, and both
  * operands can be addressed K-major by a descriptor (the layout any operand
  * can be stored in; 16-bit operands may also go MN-major). */
 typedef struct WgmmaShape {
     int wgm, wgn, instr_n, instr_k;
 } WgmmaShape;
-bool layout_wgmma_shape(IrType at, IrType bt, int warps, WgmmaShape *out);
-/* Whether the arch ("sm_90a") has wgmma. */
-bool layout_arch_has_wgmma(const char *arch);
+bool layout_wgmma_shape(const IrTarget *t, IrType at, IrType bt, int warps, WgmmaShape *out);
 
 /* ---- the DOT plan: one decision for the layout pass and codegen ---------- */
 
 /* How a DOT of a [M, K] x b [K, N] (types at, bt) into an f32 result ct runs
- * over `warps` warps when compiling for `arch` (the arch the module names;
- * NULL: none):
- *   LL_DOT_WGMMA  sm_90a and layout_wgmma_shape holds: wgmma over w's
+ * over `warps` warps when compiling for target t (the module's; NULL: none):
+ *   LL_DOT_WGMMA  layout_wgmma_shape holds (t has IR_TGT_WGMMA): wgmma over w's
  *                 warpgroups, the result in layout_wgmma_acc;
  *   LL_DOT_MMA    f16/bf16 operands, K a multiple of 16, M of 16 wm and N of
  *                 8 wn (the warp grid wm x wn: wm = warps / 2 from 4 warps
@@ -233,7 +231,7 @@ typedef struct DotPlan {
     Layout acc;          /* the layout of the result (and of the accumulator operand) */
     char reason[128];
 } DotPlan;
-void layout_dot_plan(IrType at, IrType bt, IrType ct, int warps, const char *arch, DotPlan *out);
+void layout_dot_plan(IrType at, IrType bt, IrType ct, int warps, const IrTarget *t, DotPlan *out);
 /* "wgmma", "mma.sync", "fma" */
 const char *layout_dot_instr_name(DotInstr i);
 

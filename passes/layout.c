@@ -246,7 +246,7 @@ static void assign_custom(LayoutState *s, IrOp *op)
          * same plan codegen (lower_dot.c) follows */
         DotPlan plan;
         layout_dot_plan(ir_vty(f, ir_opnd(f, op, 0)), ir_vty(f, ir_opnd(f, op, 1)), ir_vty(f, r0), s->warps,
-                        f->mod ? f->mod->arch : NULL, &plan);
+                        f->mod ? f->mod->target : NULL, &plan);
         set(s, r0, &plan.acc);
         if (plan.instr != LL_DOT_WGMMA) return;
         /* an operand transposed on the way in (B given as [N, K]) keeps

@@ -19,11 +19,14 @@
 
 #include "pass.h"
 
-/* Dynamic shared memory the stage buffers of one loop may take: the H100/H200
- * limit (227 KiB) less room for the epilogue's layout conversions. */
-#define PIPE_SMEM_BUDGET (160u * 1024u)
-/* Dynamic shared memory a block may have (H100/H200). */
-#define PIPE_SMEM_LIMIT (227u * 1024u)
+/* Dynamic shared memory the stage buffers of one loop may take: what one CTA
+ * of the target may have less PIPE_SMEM_RESERVE, room for the epilogue's
+ * layout conversions (160 KiB of sm_90a's 227); 0 without a target. */
+#define PIPE_SMEM_RESERVE (67u * 1024u)
+static inline uint32_t pipe_smem_budget(const IrTarget *t)
+{
+    return t && t->smem_per_cta > PIPE_SMEM_RESERVE ? t->smem_per_cta - PIPE_SMEM_RESERVE : 0;
+}
 /* The deepest pipeline the compiler picks without a hint. */
 #define PIPE_AUTO_STAGES 4
 /* A buffer stage is aligned to the 1024-byte repeat of the 128-byte swizzle. */

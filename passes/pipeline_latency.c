@@ -1,6 +1,7 @@
 /* pipeline_latency.c: latency assignment, the first pipelining pass (pipeline.h).
  *
- * For every FOR loop, innermost first, on a target with TMA and wgmma (sm_90a):
+ * For every FOR loop, innermost first, on a target with TMA and wgmma
+ * (IR_TGT_TMA and IR_TGT_WGMMA):
  *   1. Candidates: the block loads directly in the loop body that
  *        - read a tensor of rank 2 to 5 that is a kernel parameter (the runtime
  *          describes it to the TMA unit: one CUtensorMap per parameter), in a
@@ -21,7 +22,7 @@
  *      and the loop's step is a positive constant.  The offsets may depend on
  *      the induction variable in any dimension.
  *   2. Stages S: the `pipeline(S)` hint, or PIPE_AUTO_STAGES without one; then
- *      as many as the shared-memory budget holds (what PIPE_SMEM_BUDGET has
+ *      as many as the shared-memory budget holds (what pipe_smem_budget has
  *      left after the buffers of the pipelined loops nested in this one, less
  *      one stage of each loop-invariant dot operand pipeline_expand stages
  *      once, over the bytes of one stage of every candidate).  Where that
@@ -29,8 +30,8 @@
  *      (the loop is marked no_staging) and the stages get their room.  Loops one after
  *      the other (attention's two phases) are never live together and share
  *      their space (codegen places disjoint blocks' buffers alike).
- *      The budget is PIPE_SMEM_BUDGET, less where the kernel's largest pointer
- *      tile (reserve) would not fit beside it.  `pipeline(1)` or a budget for
+ *      The budget is pipe_smem_budget, less where the kernel's largest pointer
+ *      tile (reserve) would not fit beside it in the target's shared memory per CTA.  `pipeline(1)` or a budget for
  *      fewer than 2 stages leaves the loop alone.
  *   3. Each candidate gets latency S - 1 (it is issued that many iterations
  *      ahead of its use) and the loop's stages attribute becomes S.
@@ -99,7 +100,7 @@ typedef struct Budget {
     PassCtx *cx;
     uint32_t *bytes; /* per op id: a FOR planned already: the buffer bytes live in it (its own
                       * and the most any loop nested in it takes) */
-    uint32_t limit;  /* bytes the buffers live at once may take (PIPE_SMEM_BUDGET, or less: reserve) */
+    uint32_t limit;  /* bytes the buffers live at once may take (pipe_smem_budget, or less: reserve) */
 } Budget;
 
 /* The buffer bytes of the loops planned inside block b that can be live at one time: loops one
@@ -126,7 +127,7 @@ static uint32_t nested_bytes(IrFunc *f, IrBlk b, const Budget *bud)
  * largest tile outside every loop body that a layout conversion may move
  * between threads (pointer tiles at 8 bytes an element: an epilogue's address
  * tile, as moe_grouped_gemm's C pointers, takes 128 KiB at 128 x 128). */
-static uint32_t reserve(IrFunc *f)
+static uint32_t reserve(IrFunc *f, uint32_t smem)
 {
     uint64_t most = 0;
     for (uint32_t i = 0; i < f->nops; i++) {
@@ -137,7 +138,7 @@ static uint32_t reserve(IrFunc *f)
         uint64_t b = (uint64_t)ir_ty_numel(t) * 8;
         if (b > most) most = b;
     }
-    return most > PIPE_SMEM_LIMIT ? PIPE_SMEM_LIMIT : (uint32_t)most;
+    return most > smem ? smem : (uint32_t)most;
 }
 
 /* Pipelines loop `loop` when it can, and says what it did as a pipeline remark:
@@ -147,9 +148,11 @@ static void assign(IrFunc *f, uint32_t loop, void *vb)
     Budget *bud = vb;
     Diag *d = bud->cx->diag;
     SrcLoc at = f->ops[loop].loc;
-    if (!layout_arch_has_wgmma(f->mod->arch)) {
-        diag_remark(d, DIAG_REMARK_pipeline, at, "loop not pipelined: %s has no TMA and wgmma (sm_90a has)",
-                    f->mod->arch ? f->mod->arch : "no arch named");
+    if (!ir_target_has(f->mod->target, IR_TGT_TMA | IR_TGT_WGMMA)) {
+        IrTargetList l;
+        diag_remark(d, DIAG_REMARK_pipeline, at, "loop not pipelined: %s has no TMA and wgmma (%s has)",
+                    f->mod->target ? f->mod->target->name : "no arch named",
+                    ir_target_list(&l, IR_TGT_TMA | IR_TGT_WGMMA, ", ", " and "));
         return;
     }
     int64_t hint = f->ops[loop].attr.i;
@@ -219,7 +222,9 @@ void pass_pipeline_latency(IrFunc *f, PassCtx *cx)
     /* the buffers and the largest pointer tile must fit the block's shared memory together
      * (PIPE_STAGE_ALIGN for the run-time alignment of the buffers, 8 KiB for their barriers
      * and smaller scratch) */
-    uint32_t room = PIPE_SMEM_LIMIT - reserve(f), limit = PIPE_SMEM_BUDGET;
+    const IrTarget *t = f->mod->target;
+    uint32_t smem = t ? t->smem_per_cta : 0;
+    uint32_t room = smem - reserve(f, smem), limit = pipe_smem_budget(t);
     room = room > PIPE_STAGE_ALIGN + 8192 ? room - PIPE_STAGE_ALIGN - 8192 : 0;
     if (room < limit) limit = room;
     Budget bud = {cx, tl_xcalloc(f->nops ? f->nops : 1, sizeof(uint32_t)), limit};

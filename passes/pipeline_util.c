@@ -119,7 +119,8 @@ static bool wgmma_operand_use(IrFunc *f, IrBlk body, const IrOp *op, uint32_t k,
     if (op->opc == IR_DOT) {
         WgmmaShape w;
         int warps = f->warps ? f->warps : 4;
-        return k < 2 && layout_wgmma_shape(ir_vty(f, ir_opnd(f, op, 0)), ir_vty(f, ir_opnd(f, op, 1)), warps, &w);
+        return k < 2 && layout_wgmma_shape(f->mod ? f->mod->target : NULL, ir_vty(f, ir_opnd(f, op, 0)),
+                                       ir_vty(f, ir_opnd(f, op, 1)), warps, &w);
     }
     if (op->opc != IR_TRANS || depth > 0) return false;
     IrVal t = ir_res(op, 0);

@@ -561,9 +561,9 @@ static bool parse_params(Reader *r, const char *what, uint16_t sm, uint32_t n, t
                  what, pn);
             return false;
         }
-        if (nt && sm < 90) {
+        if (nt && sm < TILERT_META_TMA_MIN_SM) {
             fail(r->err, r->errlen, "metadata: %s, parameter '%.64s' has TMA descriptors, but the kernel is for sm_%u "
-                 "(TMA needs sm_90 or later)", what, pn, sm);
+                 "(TMA needs sm_%u or later)", what, pn, sm, TILERT_META_TMA_MIN_SM);
             return false;
         }
         kernel_tma += nt;
@@ -897,9 +897,9 @@ bool tilert_meta_write_version(const tilert_meta_kernel *kernels, uint32_t n, ui
                      "hold", k->symbol, p->name, version);
                 goto bad;
             }
-            if (p->ntma && k->sm < 90) {
+            if (p->ntma && k->sm < TILERT_META_TMA_MIN_SM) {
                 fail(err, errlen, "metadata: kernel '%s', parameter '%s' has TMA descriptors, but the kernel is for "
-                     "sm_%u (TMA needs sm_90 or later)", k->symbol, p->name, k->sm);
+                     "sm_%u (TMA needs sm_%u or later)", k->symbol, p->name, k->sm, TILERT_META_TMA_MIN_SM);
                 goto bad;
             }
             for (unsigned j = 0; j < p->ntma; j++)

@@ -63,7 +63,7 @@
  *   Every record obeys the rules of cuTensorMapEncodeTiled that do not depend on
  *   the argument (tilert_meta_check_tma): box entries 1..256, box[0] * element size a
  *   multiple of 16 bytes and, when swizzled, at most the swizzle span (32/64/128
- *   bytes), element strides 1..8; a kernel with TMA records is for sm_90 or later and
+ *   bytes), element strides 1..8; a kernel with TMA records is for TILERT_META_TMA_MIN_SM or later and
  *   has at most TILERT_META_MAX_TMA of them.
  *   Readers accept versions TILERT_META_MIN_VERSION..TILERT_META_VERSION (version 1 is
  *   version 2 without TMA records, version 2 is version 3 without parameter flags) and
@@ -118,6 +118,10 @@
 #define TILERT_META_MAX_KPARAMS 512
 /* TMA descriptors per kernel (128 bytes of kernel parameters each) and their rank. */
 #define TILERT_META_MAX_TMA 16
+/* The first SM version with TMA: the rule a blob's TMA records obey (the compiler's
+ * target table, ir/target.def, gives IR_TGT_TMA to exactly the rows from it on;
+ * tests/unit/test_target.c checks that they agree). */
+#define TILERT_META_TMA_MIN_SM 90
 #define TILERT_TMA_MAX_RANK 5
 
 /* Parameter flags (version 3; see FORMAT). */

@@ -33,29 +33,16 @@ static bool rt_fail(Diag *d, const char *what)
     return false;
 }
 
-/* The highest arch tilec targets that runs on compute capability major.minor
- * (the same major, a minor not above it; sm_90a only on 9.0 itself). */
-static const char *arch_for(int major, int minor)
-{
-    static const struct { int major, minor; bool exact; const char *name; } archs[] = {
-        {9, 0, true, "sm_90a"}, {9, 0, false, "sm_90"}, {8, 9, false, "sm_89"}, {8, 6, false, "sm_86"},
-        {8, 0, false, "sm_80"},
-    };
-    for (size_t i = 0; i < TL_COUNTOF(archs); i++)
-        if (archs[i].major == major && (archs[i].exact ? archs[i].minor == minor : archs[i].minor <= minor))
-            return archs[i].name;
-    return NULL;
-}
-
 bool dev_open(DevSession *ds, Diag *d)
 {
     memset(ds, 0, sizeof *ds);
     if (tilert_init() != TILERT_OK) return rt_fail(d, "cannot run on the GPU");
     if (tilert_device_get_info(&ds->info) != TILERT_OK) return rt_fail(d, "cannot run on the GPU");
-    ds->arch = arch_for(ds->info.cc_major, ds->info.cc_minor);
+    ds->arch = ir_target_for_cc(ds->info.cc_major, ds->info.cc_minor);
     if (!ds->arch) {
-        diag_error_noloc(d, "the GPU (%s, compute capability %d.%d) is not one tilec compiles for (sm_80, sm_86, "
-                         "sm_89, sm_90, sm_90a)", ds->info.name, ds->info.cc_major, ds->info.cc_minor);
+        IrTargetList l;
+        diag_error_noloc(d, "the GPU (%s, compute capability %d.%d) is not one tilec compiles for (%s)", ds->info.name,
+                         ds->info.cc_major, ds->info.cc_minor, ir_target_list(&l, 0, ", ", ", "));
         return false;
     }
     return true;

@@ -18,7 +18,7 @@
 
 typedef struct DevSession {
     tilert_device_info info;
-    const char *arch;           /* the device's own (a string literal): "sm_90a" for cc 9.0, "sm_86" ... */
+    const IrTarget *arch;       /* the device's own (ir_target_for_cc): sm_90a for cc 9.0, sm_86 ... */
     tilert_module *mod;
     tilert_kernel *kernel;
     tilert_arg *args;           /* [nparams], pointing at dbufs */

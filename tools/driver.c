@@ -146,7 +146,7 @@ static bool run_passes(IrModule *m, Source *s, const DriverOpts *o, PassStage wh
     if (o->dump_dir && !make_dir(o->dump_dir, d)) return false;
     int errors = d->nerrors;
     double t = now();
-    m->arch = o->arch; /* backend passes, also named with --pass, see the target */
+    m->target = o->arch; /* backend passes, also named with --pass, see the target (tilec run --device may change it) */
     bool ok = which == PASS_CANON ? pass_run_pipeline(m, o->passes, o->npasses, &dump, d)
                                   : pass_run_backend(m, &dump, d);
     stage(o, what, t);
@@ -177,6 +177,7 @@ bool driver_compile(Source *s, const DriverOpts *o, IrModule **mp, DriverStage u
         IrModule *m = s->is_tir ? parse_tir(s, o) : lower_tile(s, o);
         if (!m) return false;
         *mp = m;
+        m->target = o->arch; /* the passes and num_sms() in the interpreter see the target */
 
         /* 2. verified */
         double t = now();
@@ -349,14 +350,17 @@ int driver_common_opt(DriverOpts *o, int c, const char *arg)
         o->opt_level = arg[0] - '0';
         o->no_passes = o->opt_level == 0;
         return 1;
-    case OPT_ARCH:
-        if (!cg_arch_valid(arg)) {
-            driver_usage_error(o->cmd, "unknown GPU arch '--arch=%s' (use sm_80, sm_86, sm_89, sm_90 or sm_90a)", arg);
+    case OPT_ARCH: {
+        const IrTarget *tg = ir_target_find(arg);
+        if (!tg) {
+            IrTargetList l;
+            driver_usage_error(o->cmd, "unknown GPU arch '--arch=%s' (use %s)", arg, ir_target_list(&l, 0, ", ", " or "));
             return -1;
         }
-        o->arch = arg;
+        o->arch = tg;
         o->arch_given = true;
         return 1;
+    }
     case OPT_LINEINFO: o->lineinfo = true; return 1;
     case OPT_NO_LINEINFO: o->lineinfo = false; return 1;
     case OPT_FAST_MATH: o->fast_math = true; return 1;
@@ -390,7 +394,7 @@ void driver_opts_init(DriverOpts *o, const char *cmd)
     memset(o, 0, sizeof *o);
     o->cmd = cmd;
     o->opt_level = DRIVER_DEFAULT_OPT;
-    o->arch = DRIVER_DEFAULT_ARCH;
+    o->arch = ir_target_default();
     o->lineinfo = true;
 }
 

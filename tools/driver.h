@@ -8,7 +8,6 @@
 #include "../codegen/cg.h"
 #include "../frontend/frontend.h"
 
-#define DRIVER_DEFAULT_ARCH "sm_90a"
 #define DRIVER_DEFAULT_OPT 3
 
 /* Options shared by every command.  Arrays are malloc'd. */
@@ -28,7 +27,7 @@ typedef struct DriverOpts {
     const char *dump_dir;       /* --ir-dump-dir */
     DiagColor color;
     bool verbose;               /* -v: stages and times; nvJitLink's per-kernel resource report */
-    const char *arch;           /* --arch: never NULL after parsing (DRIVER_DEFAULT_ARCH) */
+    const IrTarget *arch;       /* --arch: a row of ir/target.def, never NULL after parsing (ir_target_default()) */
     bool arch_given;            /* tilec run --device / bench: otherwise the device's own arch */
     bool debug;                 /* -g: keep assert checks in device code */
     bool lineinfo;              /* .loc line information (default on; --no-lineinfo) */

@@ -68,9 +68,9 @@ static const char run_usage_text[] =
     "  --seed N                 the seed of the random arguments (default 1)\n"
     "  -D NAME=VALUE            set a compile-time parameter; repeatable\n"
     "  --pass=NAME[,NAME...]    run these passes instead of the default pipeline\n"
-    "  -O0..-O3                 optimization level (default -O3; -O0: no IR passes)\n"
-    "  --arch=sm_80|sm_86|sm_89|sm_90|sm_90a\n"
-    "                           (--device) the arch to compile for (default: the GPU's)\n"
+    "  -O0..-O3                 optimization level (default -O3; -O0: no IR passes)\n";
+/* run_usage_text continues after the --arch option (print_run_usage) */
+static const char run_usage_tail[] =
     "  -g                       (--device) check assert(...) on the GPU too\n"
     "  --no-lineinfo            (--device) no line information in the cubin\n"
     "  --fast-math              (--device) approximate math and f32 division on the GPU\n"
@@ -254,7 +254,17 @@ int run_parse_args(int argc, char **argv, RunOpts *ro)
         case OPT_FLOPS: ro->flops_expr = optarg; break;
         case OPT_NO_FLUSH: ro->flush = false; break;
         case 'h':
-        case OPT_HELP: fputs(ro->bench ? bench_usage_text : run_usage_text, stdout); return 0;
+        case OPT_HELP:
+            if (ro->bench) {
+                fputs(bench_usage_text, stdout);
+            } else {
+                IrTargetList l;
+                fputs(run_usage_text, stdout);
+                printf("  --arch=%s\n                           (--device) the arch to compile for (default: the GPU's)\n",
+                       ir_target_list(&l, 0, "|", "|"));
+                fputs(run_usage_tail, stdout);
+            }
+            return 0;
         default: return driver_bad_option(cmd, c, argv);
         }
     }
@@ -747,7 +757,7 @@ bool run_device_prepare(RunOpts *ro, Source *s, IrModule *m, DevSession *ds)
     if (ro->drv.verbose)
         fprintf(stderr, "tilec: device %d: %s, compute capability %d.%d, %d SMs; compiling for %s\n",
                 ds->info.ordinal, ds->info.name, ds->info.cc_major, ds->info.cc_minor, ds->info.sm_count,
-                ro->drv.arch);
+                ro->drv.arch->name);
     CgResult r;
     if (!driver_compile(s, &ro->drv, &m, DRIVER_CUBIN, &r)) return false;
     bool ok = dev_load(ds, r.cubin, r.cubin_len, m->funcs[0]->name, d);

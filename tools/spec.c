@@ -76,32 +76,29 @@ bad:
     return -1;
 }
 
-void driver_free_arch_list(char **archs, uint32_t n)
+int driver_parse_arch_list(const char *cmd, const char *arg, const IrTarget ***archs, uint32_t *n)
 {
-    for (uint32_t i = 0; i < n; i++) free(archs[i]);
-    free(archs);
-}
-
-int driver_parse_arch_list(const char *cmd, const char *arg, char ***archs, uint32_t *n)
-{
-    char **list = NULL;
+    const IrTarget **list = NULL;
     uint32_t cnt = 0, cap = 0;
     const char *p = arg;
     for (;;) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         char *a = dup_n(p, len);
+        const IrTarget *tg = ir_target_find(a);
         bool again = false;
-        for (uint32_t i = 0; i < cnt; i++) again = again || strcmp(list[i], a) == 0;
-        if (!cg_arch_valid(a) || again) {
+        for (uint32_t i = 0; i < cnt; i++) again = again || list[i] == tg;
+        if (!tg || again) {
+            IrTargetList l;
             if (again) driver_usage_error(cmd, "--arch=%s names %s twice", arg, a);
-            else driver_usage_error(cmd, "unknown GPU arch '%s' in '--arch=%s' (use sm_80, sm_86, sm_89, sm_90 or sm_90a)",
-                                    a, arg);
+            else driver_usage_error(cmd, "unknown GPU arch '%s' in '--arch=%s' (use %s)", a, arg,
+                                    ir_target_list(&l, 0, ", ", " or "));
             free(a);
-            driver_free_arch_list(list, cnt);
+            free(list);
             return -1;
         }
-        VEC_PUSH(list, cnt, cap, a);
+        free(a);
+        VEC_PUSH(list, cnt, cap, tg);
         if (!end) break;
         p = end + 1;
     }

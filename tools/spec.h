@@ -8,9 +8,9 @@
 /* Parses one --spec argument into a set appended to *sets: 1, or -1 after a usage error. */
 int driver_add_spec(const char *cmd, FeSpecSet **sets, uint32_t *nsets, uint32_t *cap, const char *arg);
 void driver_free_specs(FeSpecSet *sets, uint32_t nsets);
-/* --arch=A,B,... (several archs in one header): 1 after filling *archs (malloc'd, each name
- * checked with cg_arch_valid, none twice) with *n names; -1 after a usage error. */
-int driver_parse_arch_list(const char *cmd, const char *arg, char ***archs, uint32_t *n);
-void driver_free_arch_list(char **archs, uint32_t n);
+/* --arch=A,B,... (several archs in one header): 1 after filling *archs (malloc'd: free it)
+ * with the *n rows of ir/target.def the names give (each one a row, none twice); -1 after a
+ * usage error. */
+int driver_parse_arch_list(const char *cmd, const char *arg, const IrTarget ***archs, uint32_t *n);
 
 #endif

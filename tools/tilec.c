@@ -47,7 +47,7 @@ typedef struct CompileOpts {
     const char *module_name;    /* --module-name: the prefix of the header's module functions */
     bool list_kernels;          /* --list-kernels: the kernels of FILE, one a line, instead of compiling */
     const char *embed_c;        /* --embed-c: the cubin's bytes go to this .c, the header declares them */
-    char **archs;               /* --arch=A,B,...: a header with a cubin per arch (archs[0] is o->arch) */
+    const IrTarget **archs;     /* --arch=A,B,...: a header with a cubin per arch (archs[0] is o->arch) */
     uint32_t narchs;
 } CompileOpts;
 
@@ -79,11 +79,9 @@ static const char usage_text[] =
     "                           specialization symbols), and compile nothing\n"
     "  --save-temps             also write the IR the backend lowers (after the backend passes), the\n"
     "                           LLVM IR, the PTX and the cubin of this compilation as STEM.tir,\n"
-    "                           STEM.ll, STEM.ptx and STEM.cubin in the current folder\n"
-    "  --arch=sm_80|sm_86|sm_89|sm_90|sm_90a\n"
-    "                           the GPU to compile for (default: sm_90a); also nvcc's -arch=ARCH;\n"
-    "                           a header (--embed, --embed-c) takes a list, --arch=sm_80,sm_89,sm_90a:\n"
-    "                           one cubin each, the one for the device loaded at run time\n"
+    "                           STEM.ll, STEM.ptx and STEM.cubin in the current folder\n";
+/* usage_text continues after the --arch option (print_help) */
+static const char usage_tail[] =
     "  -O0, -O1, -O2, -O3       optimization level (default -O3).  -O0: no IR passes, LLVM and\n"
     "                           ptxas at -O0; -O1..-O3: the IR pipeline, LLVM and ptxas at that\n"
     "                           level; -O is -O3.  A .tir runs the IR passes only when -O1..-O3 is\n"
@@ -192,16 +190,16 @@ static bool emit_header(const DriverOpts *o, const CompileOpts *co, Source *s, I
     StrBuf archs = {0};
     bool built = true;
     for (uint32_t i = 0; i < co->narchs && built; i++) {
-        sb_printf(&archs, i ? ",%s" : "%s", co->archs[i]);
+        sb_printf(&archs, i ? ",%s" : "%s", co->archs[i]->name);
         if (i == 0) {
-            images[0] = (HeaderImage){co->archs[0], r.cubin, r.cubin_len};
+            images[0] = (HeaderImage){co->archs[0]->name, r.cubin, r.cubin_len};
             continue;
         }
         DriverOpts oi = *o;
         oi.arch = co->archs[i];
         IrModule *mi = NULL;
         built = driver_compile(s, &oi, &mi, DRIVER_CUBIN, &more[i]);
-        if (built) images[i] = (HeaderImage){co->archs[i], more[i].cubin, more[i].cubin_len};
+        if (built) images[i] = (HeaderImage){co->archs[i]->name, more[i].cubin, more[i].cubin_len};
         driver_free_ir(s, mi);
     }
     char *stem = input_stem(o->input);
@@ -217,7 +215,7 @@ static bool emit_header(const DriverOpts *o, const CompileOpts *co, Source *s, I
     HeaderOpts h = {
         .module_name = name,
         .source = o->input,
-        .arch = o->arch,
+        .arch = o->arch->name,
         .opt_level = o->opt_level,
         .debug = o->debug,
         .cubin = r.cubin,
@@ -286,7 +284,7 @@ static void emit_meta(const DriverOpts *o, const IrModule *m, const CgResult *r,
     sb_puts(b, "{\n  \"source\": ");
     json_str(b, o->input);
     sb_puts(b, ",\n  \"arch\": ");
-    json_str(b, o->arch);
+    json_str(b, o->arch->name);
     sb_printf(b, ",\n  \"tilec\": \"%s\",\n  \"kernels\": [", TILEC_VERSION);
     for (uint32_t i = 0; i < m->nfuncs; i++) {
         const IrFunc *f = m->funcs[i];
@@ -446,7 +444,14 @@ write:
 
 static void print_help(void)
 {
+    IrTargetList l, all;
     fputs(usage_text, stdout);
+    printf("  --arch=%s\n"
+           "                           the GPU to compile for (default: %s); also nvcc's -arch=ARCH;\n"
+           "                           a header (--embed, --embed-c) takes a list, --arch=%s:\n"
+           "                           one cubin each, the one for the device loaded at run time\n",
+           ir_target_list(&l, 0, "|", "|"), ir_target_default()->name, ir_target_list(&all, 0, ",", ","));
+    fputs(usage_tail, stdout);
     fputs("\nRemarks (--remarks=NAME,...; all: every kind):\n", stdout);
     for (int k = 0; k < DIAG_NREMARKS; k++) printf("  %-24s %s\n", diag_remark_names[k], diag_remark_summaries[k]);
     fputs("\nPasses (the default pipeline runs the IR passes, in this order; layout runs before code "
@@ -495,7 +500,7 @@ static int check_compile_opts(const DriverOpts *o, const CompileOpts *co, int nf
         return driver_usage_error("tilec", "--list-kernels compiles nothing: no --save-temps with it");
     if (co->narchs > 1 && (co->emit != EMIT_HEADER || !co->embed))
         return driver_usage_error("tilec", "several archs (--arch=%s,...) go with --emit=header --embed or --embed-c",
-                                  co->archs[0]);
+                                  co->archs[0]->name);
     if (co->embed && co->cubin_path)
         return driver_usage_error("tilec", "--cubin-path and --embed exclude each other (an embedded cubin is "
                                   "loaded from memory)");
@@ -533,7 +538,7 @@ int main(int argc, char **argv)
     opterr = 0;
     while (rc < 0 && (c = getopt_long(argc, argv, ":o:" DRIVER_COMMON_SHORTOPTS "h", longopts, NULL)) != -1) {
         if (c == OPT_ARCH) {   /* the last --arch wins; a list (several archs) is a header's */
-            driver_free_arch_list(co.archs, co.narchs);
+            free(co.archs);
             co.archs = NULL;
             co.narchs = 0;
             if (optarg && strchr(optarg, ',')) {
@@ -585,6 +590,6 @@ int main(int argc, char **argv)
         rc = compile(&o, &co);
     }
     driver_opts_free(&o);
-    driver_free_arch_list(co.archs, co.narchs);
+    free(co.archs);
     return rc;
 }

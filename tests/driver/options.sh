@@ -25,7 +25,14 @@ for bad in --arch=sm_75 -O9 --emit=sass --embed; do
 done
 
 # the run and bench commands share the options, and refuse each other's
-check 2 err "unknown GPU arch '--arch=sm_70'" "$TILEC" run "$vadd" --device --arch=sm_70 n=1
+check 2 err "unknown GPU arch '--arch=sm_70' (use sm_80, sm_86, sm_89, sm_90 or sm_90a)" \
+  "$TILEC" run "$vadd" --device --arch=sm_70 n=1
+check 2 err "unknown GPU arch '--arch=sm_100a' (use sm_80, sm_86, sm_89, sm_90 or sm_90a)" \
+  "$TILEC" bench "$vadd" --arch=sm_100a n=1
+# the help texts print the table too
+check 0 out "--arch=sm_80|sm_86|sm_89|sm_90|sm_90a" "$TILEC" run --help
+check 0 out "(--device) the arch to compile for (default: the GPU's)" "$TILEC" run --help
+check 0 out "the GPU to compile for (default: sm_90a)" "$TILEC" --help
 check 2 err "--runs is an option of tilec bench" "$TILEC" run "$vadd" --interp --runs 5 n=1
 check 2 err "--out is an option of tilec run" "$TILEC" bench "$vadd" --out x=x.npy n=1
 check 2 err "--interp is an option of tilec run" "$TILEC" bench "$vadd" --interp n=1

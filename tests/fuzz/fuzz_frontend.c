@@ -249,7 +249,7 @@ static void check_module(IrModule *m, const char *stage, const char *src, size_t
     sb_free(&text);
 
     quiet_diag(&d, "fuzz.tile", src, len);
-    m->arch = "sm_90a"; /* the backend passes of the default target: software pipelining too */
+    m->target = ir_target_default(); /* the backend passes of the default target: software pipelining too */
     (void)pass_run_backend(m, &dump, &d);
     diag_free(&d);
     verified_text(m, "backend passes", &text);

@@ -117,7 +117,7 @@ static void test_round_trip(void **state)
     const IrFunc *fs[3] = {fx->vadd, fx->gemm, fx->nogrid};
     CgKernelFacts facts[3] = {{8, 0, 0, NULL, 0}, {4, 1024, 98304, NULL, 0}, {1, 0, 0, NULL, 0}};
     CgMeta cm;
-    assert_true(cg_meta_build(fs, facts, 3, "sm_90a", &fx->arena, &cm, &fx->d));
+    assert_true(cg_meta_build(fs, facts, 3, ir_target_find("sm_90a"), &fx->arena, &cm, &fx->d));
     tilert_meta m = parse_ok(&cm);
     assert_int_equal(m.nkernels, 3);
 
@@ -163,21 +163,19 @@ static void test_arch_and_facts(void **state)
     const IrFunc *fs[1] = {fx->vadd};
     CgMeta cm;
     /* without facts the warps come from the IrFunc */
-    assert_true(cg_meta_build(fs, NULL, 1, "sm_80", &fx->arena, &cm, &fx->d));
+    assert_true(cg_meta_build(fs, NULL, 1, ir_target_find("sm_80"), &fx->arena, &cm, &fx->d));
     tilert_meta m = parse_ok(&cm);
     assert_int_equal(m.kernels[0].sm, 80);
     assert_int_equal(m.kernels[0].arch_flags, 0);
     assert_int_equal(m.kernels[0].warps, 8);
     tilert_meta_free(&m);
-    assert_true(cg_meta_build(fs, NULL, 1, "sm_89", &fx->arena, &cm, &fx->d));
+    assert_true(cg_meta_build(fs, NULL, 1, ir_target_find("sm_89"), &fx->arena, &cm, &fx->d));
     m = parse_ok(&cm);
     assert_int_equal(m.kernels[0].sm, 89);
     tilert_meta_free(&m);
 
-    assert_false(cg_meta_build(fs, NULL, 1, "compute_90", &fx->arena, &cm, &fx->d));
-    assert_non_null(strstr(diag_text(fx), "unknown GPU arch 'compute_90'"));
     CgKernelFacts bad = {0, 0, 0, NULL, 0};
-    assert_false(cg_meta_build(fs, &bad, 1, "sm_90", &fx->arena, &cm, &fx->d));
+    assert_false(cg_meta_build(fs, &bad, 1, ir_target_find("sm_90"), &fx->arena, &cm, &fx->d));
     assert_non_null(strstr(diag_text(fx), "0 warps"));
 }
 
@@ -204,7 +202,7 @@ static void test_grid_from_ir(void **state)
     Fix *fx = *state;
     const IrFunc *fs[2] = {fx->vadd, fx->gemm};
     CgMeta cm;
-    assert_true(cg_meta_build(fs, NULL, 2, "sm_90a", &fx->arena, &cm, &fx->d));
+    assert_true(cg_meta_build(fs, NULL, 2, ir_target_find("sm_90a"), &fx->arena, &cm, &fx->d));
     tilert_meta m = parse_ok(&cm);
     const tilert_meta_kernel *v = find(&m, "vadd__BLOCK_256");
     tilert_arg a[4] = {tilert_arg_ptr(NULL, TILERT_F32), tilert_arg_ptr(NULL, TILERT_F32),
@@ -251,7 +249,7 @@ static void test_grid_unsigned_and_cast(void **state)
     yield(&b, (IrVal[]){x, y, z}, 3);
     const IrFunc *fs[1] = {f};
     CgMeta cm;
-    assert_true(cg_meta_build(fs, NULL, 1, "sm_90", &fx->arena, &cm, &fx->d));
+    assert_true(cg_meta_build(fs, NULL, 1, ir_target_find("sm_90"), &fx->arena, &cm, &fx->d));
     tilert_meta m = parse_ok(&cm);
     const tilert_meta_kernel *k = &m.kernels[0];
     assert_int_equal(k->grid_rank, 3);
@@ -283,7 +281,7 @@ static void test_grid_unsupported(void **state)
     yield(&b, &s, 1);
     const IrFunc *fs[1] = {f};
     CgMeta cm;
-    assert_false(cg_meta_build(fs, NULL, 1, "sm_90a", &fx->arena, &cm, &fx->d));
+    assert_false(cg_meta_build(fs, NULL, 1, ir_target_find("sm_90a"), &fx->arena, &cm, &fx->d));
     const char *t = diag_text(fx);
     assert_non_null(strstr(t, "k.tile:3:14"));
     assert_non_null(strstr(t, "uses 'shl', which the launcher cannot compute"));
@@ -297,7 +295,7 @@ static void test_grid_unsupported(void **state)
     IrVal c = ir_build1(&b, IR_CAST, (IrVal[]){grid_arg(g, 0)}, 1, ir_ty_scalar(DT_I32), NULL);
     yield(&b, &c, 1);
     fs[0] = g;
-    assert_false(cg_meta_build(fs, NULL, 1, "sm_90a", &fx->arena, &cm, &fx->d));
+    assert_false(cg_meta_build(fs, NULL, 1, ir_target_find("sm_90a"), &fx->arena, &cm, &fx->d));
     assert_non_null(strstr(diag_text(fx), "integer scalars only"));
 }
 
@@ -425,7 +423,7 @@ static void test_reader_rejects(void **state)
     Fix *fx = *state;
     const IrFunc *fs[2] = {fx->vadd, fx->gemm};
     CgMeta cm;
-    assert_true(cg_meta_build(fs, NULL, 2, "sm_90a", &fx->arena, &cm, &fx->d));
+    assert_true(cg_meta_build(fs, NULL, 2, ir_target_find("sm_90a"), &fx->arena, &cm, &fx->d));
     uint8_t *b = malloc(cm.len);
     tilert_meta m;
     char err[300];
@@ -476,7 +474,7 @@ static void test_reader_rejects(void **state)
     free(b);
     /* duplicate symbols */
     const IrFunc *dup[2] = {fx->vadd, fx->vadd};
-    assert_false(cg_meta_build(dup, NULL, 2, "sm_90a", &fx->arena, &cm, &fx->d) &&
+    assert_false(cg_meta_build(dup, NULL, 2, ir_target_find("sm_90a"), &fx->arena, &cm, &fx->d) &&
                  tilert_meta_parse(cm.data, cm.len, &m, err, sizeof err));
     assert_non_null(strstr(err, "appears twice"));
 }
@@ -504,7 +502,7 @@ static void test_ptx_text(void **state)
     Fix *fx = *state;
     const IrFunc *fs[1] = {fx->vadd};
     CgMeta cm;
-    assert_true(cg_meta_build(fs, NULL, 1, "sm_90a", &fx->arena, &cm, &fx->d));
+    assert_true(cg_meta_build(fs, NULL, 1, ir_target_find("sm_90a"), &fx->arena, &cm, &fx->d));
     StrBuf b = {0};
     cg_meta_ptx(&b, &cm);
     char head[96];
@@ -530,7 +528,7 @@ static void test_through_a_cubin(void **state)
     Fix *fx = *state;
     const IrFunc *fs[2] = {fx->vadd, fx->gemm};
     CgMeta cm;
-    assert_true(cg_meta_build(fs, NULL, 2, "sm_90a", &fx->arena, &cm, &fx->d));
+    assert_true(cg_meta_build(fs, NULL, 2, ir_target_find("sm_90a"), &fx->arena, &cm, &fx->d));
     StrBuf ptx = {0};
     sb_puts(&ptx, ".version 8.0\n.target sm_90a\n.address_size 64\n\n"
                   ".visible .entry vadd__BLOCK_256(.param .u64 x, .param .u64 y, .param .u64 out, .param .u32 n)\n"
@@ -605,7 +603,7 @@ static void test_tma_round_trip(void **state)
     const IrFunc *fs[2] = {fx->vadd, fx->gemm};
     CgKernelFacts facts[2] = {{8, 0, 0, NULL, 0}, {4, 0, 65536, t, 4}};
     CgMeta cm;
-    if (!cg_meta_build(fs, facts, 2, "sm_90a", &fx->arena, &cm, &fx->d)) fail_msg("%s", diag_text(fx));
+    if (!cg_meta_build(fs, facts, 2, ir_target_find("sm_90a"), &fx->arena, &cm, &fx->d)) fail_msg("%s", diag_text(fx));
     assert_int_equal(cm.data[4] | cm.data[5] << 8, 3); /* written as version 3 */
     tilert_meta m = parse_ok(&cm);
     assert_int_equal(m.kernels[0].params[0].ntma, 0);
@@ -660,7 +658,7 @@ static void expect_build_error(Fix *fx, const IrFunc *f, const CgTmaDesc *t, uin
     diag_free(&fx->d);
     diag_init(&fx->d, "k.tile", NULL, 0, NULL, DIAG_COLOR_NEVER);
     fx->d.capture = true;
-    assert_false(cg_meta_build(&f, &facts, 1, arch, &fx->arena, &cm, &fx->d));
+    assert_false(cg_meta_build(&f, &facts, 1, ir_target_find(arch), &fx->arena, &cm, &fx->d));
     if (!strstr(diag_text(fx), phrase)) fail_msg("diagnostic '%s' lacks '%s'", diag_text(fx), phrase);
 }
 
@@ -669,7 +667,7 @@ static void test_tma_codegen_errors(void **state)
     Fix *fx = *state;
     CgTmaDesc t[4];
     gemm_tma(t);
-    expect_build_error(fx, fx->gemm, t, 4, "sm_80", "kernel 'gemm' uses TMA, which needs sm_90 or later");
+    expect_build_error(fx, fx->gemm, t, 4, "sm_80", "kernel 'gemm' uses TMA, which needs sm_90 or sm_90a (compiling for sm_80)");
     gemm_tma(t);
     t[1].box[0] = 100; /* 200 bytes of bf16 */
     expect_build_error(fx, fx->gemm, t, 4, "sm_90a",
@@ -719,7 +717,7 @@ static void test_tma_codegen_errors(void **state)
     CgKernelFacts facts = {4, 0, 0, many, TILERT_META_MAX_TMA};
     CgMeta cm;
     const IrFunc *fs[1] = {fx->gemm};
-    assert_true(cg_meta_build(fs, &facts, 1, "sm_90", &fx->arena, &cm, &fx->d));
+    assert_true(cg_meta_build(fs, &facts, 1, ir_target_find("sm_90"), &fx->arena, &cm, &fx->d));
     tilert_meta m = parse_ok(&cm);
     assert_int_equal(m.kernels[0].params[0].ntma, TILERT_META_MAX_TMA);
     tilert_meta_free(&m);
@@ -815,7 +813,7 @@ static void test_v1_compat(void **state)
     const IrFunc *fs[1] = {fx->gemm};
     CgKernelFacts facts = {4, 0, 0, t, 4};
     CgMeta cm;
-    assert_true(cg_meta_build(fs, &facts, 1, "sm_90a", &fx->arena, &cm, &fx->d));
+    assert_true(cg_meta_build(fs, &facts, 1, ir_target_find("sm_90a"), &fx->arena, &cm, &fx->d));
     m = parse_ok(&cm);
     assert_false(tilert_meta_write_version(m.kernels, 1, 1, &w, &wlen, err, sizeof err));
     assert_non_null(strstr(err, "parameter 'A' has TMA descriptors, which version 1 cannot hold"));
@@ -843,7 +841,7 @@ static void test_tma_optional(void **state)
     const IrFunc *fs[1] = {fx->gemm};
     CgKernelFacts facts = {4, 0, 0, t, 4};
     CgMeta cm;
-    if (!cg_meta_build(fs, &facts, 1, "sm_90a", &fx->arena, &cm, &fx->d)) fail_msg("%s", diag_text(fx));
+    if (!cg_meta_build(fs, &facts, 1, ir_target_find("sm_90a"), &fx->arena, &cm, &fx->d)) fail_msg("%s", diag_text(fx));
     tilert_meta m = parse_ok(&cm);
     const tilert_meta_param *ps = m.kernels[0].params;
     assert_int_equal(ps[0].flags, TILERT_META_PARAM_TMA_OPTIONAL);
@@ -1029,7 +1027,7 @@ static void test_requires(void **state)
     arena_init(&a);
     const IrFunc *fs[1] = {m->funcs[0]};
     CgMeta cm;
-    if (!cg_meta_build(fs, NULL, 1, "sm_90a", &a, &cm, &d)) fail_msg("%s", d.buf.s ? d.buf.s : "");
+    if (!cg_meta_build(fs, NULL, 1, ir_target_find("sm_90a"), &a, &cm, &d)) fail_msg("%s", d.buf.s ? d.buf.s : "");
     assert_int_equal(cm.data[4] | cm.data[5] << 8, 4); /* requirements: version 4 */
     tilert_meta mm;
     char err[300];

@@ -152,7 +152,7 @@ static void plan_reads_buffers(void **state)
         IrType bbuf = cs[i].b_trans ? smem3(cs[i].dt, 4, cs[i].N, cs[i].K) : smem3(cs[i].dt, 4, cs[i].K, cs[i].N);
         SharedLayout SA = cg_smem_layout(abuf), SB = cg_smem_layout(bbuf);
         CgWgmmaPlan p;
-        assert_true(cg_wgmma_plan(at, bt, NULL, NULL, cs[i].warps, &p));
+        assert_true(cg_wgmma_plan(ir_target_find("sm_90a"), at, bt, NULL, NULL, cs[i].warps, &p));
         uint32_t copies = p.bytes;
         bool a = cg_wgmma_plan_buffer(&p, at, LL_WGMMA_A, &SA, cs[i].a_trans);
         bool b = cg_wgmma_plan_buffer(&p, bt, LL_WGMMA_B, &SB, cs[i].b_trans);
@@ -279,7 +279,7 @@ static IrModule *parse_pipe(const Pipe *P, const char *arch)
     IrModule *m = ir_parse("t.tir", text, strlen(text), &d);
     if (!m) fail_msg("the kernel text does not parse:\n%s", text);
     assert_true(ir_verify_module(m, &d, "test"));
-    m->arch = arch;
+    m->target = ir_target_find(arch);
     assert_true(pass_run_backend(m, NULL, &d));
     diag_free(&d);
     free(text);
@@ -295,7 +295,7 @@ static Built build(const Pipe *P, const char *arch, CgEmit upto)
     Diag d;
     diag_init(&d, "t.tir", NULL, 0, NULL, DIAG_COLOR_NEVER);
     d.capture = true;
-    CgTarget t = {.arch = arch, .opt_level = 3};
+    CgTarget t = {.arch = ir_target_find(arch), .opt_level = 3};
     B.ok = cg_compile_module(m, &t, upto, &B.r, &d);
     B.diag = tl_xstrdup(d.buf.s ? d.buf.s : "");
     if (getenv("TEST_CGASYNC_DUMP") && B.ok)
@@ -496,9 +496,9 @@ static void in_place_only_when_unchanged(void **state)
         diag_init(&d, "t.tir", t.s, t.len, stderr, DIAG_COLOR_NEVER);
         IrModule *m = ir_parse("t.tir", t.s, t.len, &d);
         assert_non_null(m);
-        m->arch = "sm_90a";
+        m->target = ir_target_find("sm_90a");
         assert_true(pass_run_backend(m, NULL, &d));
-        CgTarget tg = {.arch = "sm_90a", .opt_level = 3};
+        CgTarget tg = {.arch = ir_target_find("sm_90a"), .opt_level = 3};
         CgResult r;
         assert_true(cg_compile_module(m, &tg, CG_EMIT_PTX, &r, &d));
         /* from the waits to the wgmma (C's TMA store stages it in shared memory after) */
@@ -524,7 +524,7 @@ static void user_errors(void **state)
     Pipe P = {"bf16", 128, 128, 64, 2, 8, true, false, true, false};
     Built B = build(&P, "sm_80", CG_EMIT_PTX);
     assert_false(B.ok);
-    if (!strstr(B.diag, "async_load needs TMA, which needs sm_90 or later"))
+    if (!strstr(B.diag, "async_load needs TMA, which needs sm_90 or sm_90a (compiling for sm_80)"))
         fail_msg("diagnostic '%s'", B.diag);
     built_free(&B);
     /* 9 stages of A and B (288 KiB, 18 barriers) and the fallback's copies: more than a block has */
@@ -543,9 +543,9 @@ static void user_errors(void **state)
     d.capture = true;
     IrModule *m = ir_parse("t.tir", text, strlen(text), &d);
     assert_non_null(m);
-    m->arch = "sm_90a";
+    m->target = ir_target_find("sm_90a");
     assert_true(pass_run_backend(m, NULL, &d));
-    CgTarget t = {.arch = "sm_90a", .opt_level = 3};
+    CgTarget t = {.arch = ir_target_find("sm_90a"), .opt_level = 3};
     CgResult r;
     assert_false(cg_compile_module(m, &t, CG_EMIT_PTX, &r, &d));
     if (!strstr(d.buf.s, "smem<bf16>[2, 64, 4]: shared-memory buffers hold 2-d tiles whose rows are at least 16 bytes"))

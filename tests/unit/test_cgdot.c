@@ -38,6 +38,8 @@
 #include "ir/layout.h"
 #include "passes/pass.h"
 
+#define SM90A ir_target_find("sm_90a")
+
 static IrType tile2(DType dt, int a, int b)
 {
     int32_t d[2] = {a, b};
@@ -122,7 +124,7 @@ static void check_case(const DotCase *c)
         Lb = layout_default(bt, c->warps);
     }
     CgWgmmaPlan p;
-    assert_true(cg_wgmma_plan(at, bt, &La, &Lb, c->warps, &p));
+    assert_true(cg_wgmma_plan(SM90A, at, bt, &La, &Lb, c->warps, &p));
     assert_int_equal(p.w.wgm, c->wgm);
     assert_int_equal(p.w.wgn, c->wgn);
     assert_int_equal(p.w.instr_n, c->instr_n);
@@ -225,10 +227,10 @@ static void register_a_fragment(void **state)
     for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
         IrType at = tile2(DT_BF16, cs[c].M, cs[c].K), bt = tile2(DT_BF16, cs[c].K, cs[c].N);
         WgmmaShape w;
-        assert_true(layout_wgmma_shape(at, bt, cs[c].warps, &w));
+        assert_true(layout_wgmma_shape(SM90A, at, bt, cs[c].warps, &w));
         Layout La = layout_wgmma_a(at, w.wgm, w.wgn), Lb = layout_default(bt, cs[c].warps);
         CgWgmmaPlan p;
-        assert_true(cg_wgmma_plan(at, bt, &La, &Lb, cs[c].warps, &p));
+        assert_true(cg_wgmma_plan(SM90A, at, bt, &La, &Lb, cs[c].warps, &p));
         assert_true(p.a_regs);
         int nks = cs[c].K / 16, nbm = cs[c].M / (64 * w.wgm);
         assert_int_equal(layout_nregs(&La), (uint32_t)(8 * nks * nbm));
@@ -245,7 +247,7 @@ static void register_a_fragment(void **state)
                         }
         /* the default (blocked) layout does not qualify */
         Layout Ld = layout_default(at, cs[c].warps);
-        assert_true(cg_wgmma_plan(at, bt, &Ld, &Lb, cs[c].warps, &p));
+        assert_true(cg_wgmma_plan(SM90A, at, bt, &Ld, &Lb, cs[c].warps, &p));
         assert_false(p.a_regs);
     }
 }
@@ -254,20 +256,27 @@ static void shape_refusals(void **state)
 {
     (void)state;
     WgmmaShape w;
-    assert_true(layout_wgmma_shape(tile2(DT_BF16, 128, 64), tile2(DT_BF16, 64, 128), 8, &w));
-    assert_false(layout_wgmma_shape(tile2(DT_BF16, 32, 64), tile2(DT_BF16, 64, 128), 4, &w)); /* M < 64 */
-    assert_false(layout_wgmma_shape(tile2(DT_BF16, 128, 64), tile2(DT_BF16, 64, 128), 2, &w)); /* no warpgroup */
-    assert_false(layout_wgmma_shape(tile2(DT_F32, 128, 64), tile2(DT_F32, 64, 128), 8, &w));   /* f32 */
-    assert_false(layout_wgmma_shape(tile2(DT_F8E4M3, 64, 16), tile2(DT_F8E4M3, 16, 64), 4, &w)); /* fp8 k < 32 */
-    assert_false(layout_wgmma_shape(tile2(DT_BF16, 64, 16), tile2(DT_BF16, 16, 4), 4, &w));    /* N < 8 */
+    assert_true(layout_wgmma_shape(SM90A, tile2(DT_BF16, 128, 64), tile2(DT_BF16, 64, 128), 8, &w));
+    assert_false(layout_wgmma_shape(SM90A, tile2(DT_BF16, 32, 64), tile2(DT_BF16, 64, 128), 4, &w)); /* M < 64 */
+    assert_false(layout_wgmma_shape(SM90A, tile2(DT_BF16, 128, 64), tile2(DT_BF16, 64, 128), 2, &w)); /* no warpgroup */
+    assert_false(layout_wgmma_shape(SM90A, tile2(DT_F32, 128, 64), tile2(DT_F32, 64, 128), 8, &w));   /* f32 */
+    assert_false(layout_wgmma_shape(SM90A, tile2(DT_F8E4M3, 64, 16), tile2(DT_F8E4M3, 16, 64), 4, &w)); /* fp8 k < 32 */
+    assert_false(layout_wgmma_shape(SM90A, tile2(DT_BF16, 64, 16), tile2(DT_BF16, 16, 4), 4, &w));    /* N < 8 */
     /* 8 warps on 64 rows: the second warpgroup takes half of N; on N = 8 it cannot */
-    assert_true(layout_wgmma_shape(tile2(DT_BF16, 64, 16), tile2(DT_BF16, 16, 16), 8, &w));
+    assert_true(layout_wgmma_shape(SM90A, tile2(DT_BF16, 64, 16), tile2(DT_BF16, 16, 16), 8, &w));
     assert_int_equal(w.wgn, 2);
     assert_int_equal(w.instr_n, 8);
-    assert_false(layout_wgmma_shape(tile2(DT_BF16, 64, 16), tile2(DT_BF16, 16, 8), 8, &w));
-    assert_true(layout_arch_has_wgmma("sm_90a"));
-    assert_false(layout_arch_has_wgmma("sm_90"));
-    assert_false(layout_arch_has_wgmma(NULL));
+    assert_false(layout_wgmma_shape(SM90A, tile2(DT_BF16, 64, 16), tile2(DT_BF16, 16, 8), 8, &w));
+    /* only a target with wgmma has a wgmma shape */
+    WgmmaShape v;
+    assert_false(layout_wgmma_shape(ir_target_find("sm_90"), tile2(DT_BF16, 128, 64), tile2(DT_BF16, 64, 128), 8, &v));
+    assert_false(layout_wgmma_shape(NULL, tile2(DT_BF16, 128, 64), tile2(DT_BF16, 64, 128), 8, &v));
+    /* A and B (64 KiB each here) must fit in the target's shared memory with 2048 bytes of alignment */
+    IrTarget small = *SM90A;
+    small.smem_per_cta = 2 * 65536 + 2048;
+    assert_true(layout_wgmma_shape(&small, tile2(DT_BF16, 256, 128), tile2(DT_BF16, 128, 256), 8, &v));
+    small.smem_per_cta--;
+    assert_false(layout_wgmma_shape(&small, tile2(DT_BF16, 256, 128), tile2(DT_BF16, 128, 256), 8, &v));
 }
 
 /* ---- 3, 4. stdlib kernels through the layout pass and codegen --------------------- */
@@ -288,7 +297,7 @@ static IrModule *compile_tile(const char *file, const char *kernel, const FeDefi
     IrModule *m = fe_lower(ast, &fo, &d);
     assert_non_null(m);
     assert_true(pass_run_pipeline(m, NULL, 0, NULL, &d));
-    m->arch = arch;
+    m->target = ir_target_find(arch);
     assert_true(pass_run_backend(m, NULL, &d));
     ast_free(ast);
     diag_free(&d);
@@ -343,7 +352,7 @@ static void to_ptx_and_cubin(IrModule *m, const char *arch, CgResult *r)
 {
     Diag d;
     diag_init(&d, "t.tile", NULL, 0, stderr, DIAG_COLOR_NEVER);
-    CgTarget t = {.arch = arch, .opt_level = 3};
+    CgTarget t = {.arch = ir_target_find(arch), .opt_level = 3};
     bool ok = cg_compile_module(m, &t, CG_EMIT_CUBIN, r, &d);
     if (!ok) fprintf(stderr, "%s\n", r->ptx.s ? r->ptx.s : "");
     assert_true(ok);
@@ -453,7 +462,7 @@ static void dot_outside_plan_is_internal_error(void **state)
         Arena scratch;
         arena_init(&scratch);
         CgKernelFacts facts;
-        CgTarget t = {.arch = "sm_80", .opt_level = 3};
+        CgTarget t = {.arch = ir_target_find("sm_80"), .opt_level = 3};
         cg_lower_func(f, &t, ctx, mod, &scratch, &facts, &d);
         _exit(0);
     }

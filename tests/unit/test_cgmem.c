@@ -115,7 +115,7 @@ static int opt_level = 3;
 
 static bool compile(K *k, const char *arch, bool debug, StrBuf *ptx, char **llvm_ir, bool to_cubin)
 {
-    CgTarget t = {.arch = arch, .opt_level = opt_level, .lineinfo = false, .debug = debug};
+    CgTarget t = {.arch = ir_target_find(arch), .opt_level = opt_level, .lineinfo = false, .debug = debug};
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("t", ctx);
     Arena scratch;

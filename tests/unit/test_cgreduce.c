@@ -290,7 +290,7 @@ static void force_reduce_layout(IrFunc *f, IrOpcode opc, const Layout *L)
     set_layout(f, ir_res(op, 0), &S);
 }
 
-static const CgTarget sm90a = {.arch = "sm_90a", .opt_level = 3};
+static const CgTarget sm90a = {.arch = &ir_targets[IR_TARGET_SM_90A], .opt_level = 3};
 
 static int count(const char *s, const char *what)
 {

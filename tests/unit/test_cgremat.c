@@ -203,7 +203,7 @@ static void one_op(IrOpcode opc)
     Arena scratch;
     arena_init(&scratch);
     CgKernelFacts facts;
-    static const CgTarget sm90a = {.arch = "sm_90a", .opt_level = 3};
+    const CgTarget sm90a = {.arch = ir_target_find("sm_90a"), .opt_level = 3};
     assert_true(cg_lower_func(f, &sm90a, ctx, mod, &scratch, &facts, &d));
     arena_free(&scratch);
     char *ll = LLVMPrintModuleToString(mod);

@@ -197,7 +197,7 @@ static IrModule *compile_tile(const char *file, const char *kernel, const FeDefi
     IrModule *m = fe_lower(ast, &fo, &d);
     assert_non_null(m);
     assert_true(pass_run_pipeline(m, NULL, 0, NULL, &d));
-    m->arch = arch;
+    m->target = ir_target_find(arch);
     assert_true(pass_run_backend(m, NULL, &d));
     ast_free(ast);
     diag_free(&d);
@@ -212,7 +212,7 @@ static IrModule *parse_tir(const char *text, const char *arch)
     IrModule *m = ir_parse("t.tir", text, strlen(text), &d);
     if (!m) fail_msg("the kernel text does not parse:\n%s", text);
     assert_true(ir_verify_module(m, &d, "test"));
-    m->arch = arch;
+    m->target = ir_target_find(arch);
     assert_true(pass_run_backend(m, NULL, &d));
     diag_free(&d);
     return m;
@@ -222,7 +222,7 @@ static void compile(IrModule *m, const char *arch, CgEmit upto, CgResult *r)
 {
     Diag d;
     diag_init(&d, "t.tile", NULL, 0, stderr, DIAG_COLOR_NEVER);
-    CgTarget t = {.arch = arch, .opt_level = 3};
+    CgTarget t = {.arch = ir_target_find(arch), .opt_level = 3};
     bool ok = cg_compile_module(m, &t, upto, r, &d);
     if (!ok) fprintf(stderr, "%s\n", r->ptx.s ? r->ptx.s : "");
     assert_true(ok);

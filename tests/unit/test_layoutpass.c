@@ -227,7 +227,7 @@ static void dot_follows_plan(void **state)
         IrType at = tile2(cs[c].dt, cs[c].m, cs[c].k), bt = tile2(cs[c].dt, cs[c].k, cs[c].n);
         IrType ct = tile2(DT_F32, cs[c].m, cs[c].n);
         DotPlan p;
-        layout_dot_plan(at, bt, ct, cs[c].warps, cs[c].arch, &p);
+        layout_dot_plan(at, bt, ct, cs[c].warps, ir_target_find(cs[c].arch), &p);
         if (p.instr != cs[c].want)
             fail_msg("case %zu: %s (%s), expected %s", c, layout_dot_instr_name(p.instr), p.reason,
                      layout_dot_instr_name(cs[c].want));
@@ -240,7 +240,7 @@ static void dot_follows_plan(void **state)
 
         K k;
         kbegin(&k, cs[c].warps);
-        k.m->arch = cs[c].arch;
+        k.m->target = ir_target_find(cs[c].arch);
         IrVal A = param(&k, ir_ty_view(cs[c].dt, 2)), B = param(&k, ir_ty_view(cs[c].dt, 2));
         IrVal C = param(&k, ir_ty_view(DT_F32, 2));
         IrVal a = block_load(&k, A, at), b = block_load(&k, B, bt);

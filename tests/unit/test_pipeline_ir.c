@@ -642,11 +642,11 @@ static void test_layout_accumulator(void **state)
                         "  %w = dot_wait %l : tile<f32>[64, 64]\n"
                         "  block_store %C, %0, %0, %w\n"
                         "  return\n}\n");
-    m->arch = "sm_90a";
+    m->target = ir_target_find("sm_90a");
     IrFunc *f = m->funcs[0];
     IrType acc = ir_ty_tile(DT_F32, false, 2, (int32_t[]){64, 64}), a = ir_ty_tile(DT_BF16, false, 2, (int32_t[]){64, 64});
     WgmmaShape ws;
-    assert_true(layout_wgmma_shape(a, a, 4, &ws));
+    assert_true(layout_wgmma_shape(m->target, a, a, 4, &ws));
     Layout wg = layout_wgmma_acc(acc, ws.wgm, ws.wgn, ws.instr_n), def = layout_default(a, 4);
     run_pass(f, "layout");
     IrOp *loop = first_op(f, IR_FOR, 0);
