@@ -9,6 +9,9 @@ source "$(dirname "$0")/lib.bash"
 : "${TILERT_LIBS:?set TILERT_LIBS to libtilert.a:libtilert_meta.a}"
 read -r -a cc <<<"${CC:-cc}"
 cxx=$(command -v g++ || command -v c++ || true)
+# the sanitizer flags of $CC (a sanitized build's libtilert needs their runtime at link time), for C++
+san=()
+for w in "${cc[@]}"; do case $w in -fsanitize=fuzzer*) ;; -fsanitize=*) san+=("$w") ;; esac; done
 IFS=: read -r -a rtlibs <<<"$TILERT_LIBS"
 scale=$inputs/scale.tile
 strict=(-Wall -Wextra -Wpedantic -Werror -Wshadow -I. -I"$TILERT_INCLUDE")
@@ -22,11 +25,11 @@ build() {
   if [ -n "$cxx" ]; then
     local objs=() f
     for f in "$@"; do
-      cp "$f" "cxx_$f.cpp" && "$cxx" -std=c++17 "${strict[@]}" -c "cxx_$f.cpp" -o "cxx_$f.o" 2>cc.txt ||
+      cp "$f" "cxx_$f.cpp" && "$cxx" -std=c++17 "${strict[@]}" "${san[@]}" -c "cxx_$f.cpp" -o "cxx_$f.o" 2>cc.txt ||
         { fail "$f does not compile as C++:"; sed 's/^/    /' cc.txt | head -20; return 1; }
       objs+=("cxx_$f.o")
     done
-    "$cxx" "${objs[@]}" "${rtlibs[@]}" -ldl -lpthread -lm -o "$out.cxx" 2>cc.txt ||
+    "$cxx" "${san[@]}" "${objs[@]}" "${rtlibs[@]}" -ldl -lpthread -lm -o "$out.cxx" 2>cc.txt ||
       { fail "$out does not link as C++:"; sed 's/^/    /' cc.txt | head -20; return 1; }
   fi
 }
