@@ -165,14 +165,22 @@ def inspect(cubin, library=None):
     return Module(cubin, inspect=True, library=library)
 
 
-def device_arch(library=None):
-    """The tilec --arch of the current device ("sm_90a" for compute capability 9.0), or None
-    without a usable GPU."""
+def _device_info(library=None):
+    """The runtime's description of the current device, or None without a usable GPU."""
     lib = _rt.lib(library)
     if lib.lib.tilert_init() != 0:
         return None
     info = _rt.DeviceInfo()
     if lib.lib.tilert_device_get_info(ctypes.byref(info)) != 0:
+        return None
+    return info
+
+
+def device_arch(library=None):
+    """The tilec --arch of the current device ("sm_90a" for compute capability 9.0), or None
+    without a usable GPU."""
+    info = _device_info(library)
+    if info is None:
         return None
     arch = "sm_%d%d" % (info.cc_major, info.cc_minor)
     return arch + "a" if arch == "sm_90" else arch
@@ -180,13 +188,8 @@ def device_arch(library=None):
 
 def device_sm_count(library=None):
     """The current device's number of SMs, or None without a usable GPU."""
-    lib = _rt.lib(library)
-    if lib.lib.tilert_init() != 0:
-        return None
-    info = _rt.DeviceInfo()
-    if lib.lib.tilert_device_get_info(ctypes.byref(info)) != 0:
-        return None
-    return info.sm_count
+    info = _device_info(library)
+    return None if info is None else info.sm_count
 
 
 def compile_cubin(source, kernel=None, defines=None, arch=None, options=(), tilec=None):
