@@ -394,6 +394,45 @@ static LLVMValueRef f32_to_f8(Cg *cg, LLVMValueRef x, const F8Fmt *F)
 
 static bool is_f8(DType t) { return t == DT_F8E4M3 || t == DT_F8E5M2; }
 
+/* The same conversions in hardware (IR_TGT_FP8_CVT: sm_89 and later), a few
+ * instructions instead of some thirty integer ones.  cvt.rn.satfinite rounds
+ * to nearest even and saturates overflow and infinities to the largest finite
+ * value, as the interpreter does; only NaN is fixed up, so its bits are the
+ * format's canonical NaN with the input's sign (the hardware's NaN need not
+ * keep the sign, and an fp8 NaN widened through f16 is not f32's canonical NaN). */
+static LLVMValueRef f32_to_f8_hw(Cg *cg, LLVMValueRef x, DType to, const F8Fmt *F)
+{
+    LLVMBuilderRef b = cg->b;
+    /* the converted second operand lands in the low byte */
+    LLVMValueRef args[2] = {LLVMConstReal(cg->f32, 0.0), x};
+    LLVMValueRef h = cg_inline_asm(cg, cg->i16,
+                                   to == DT_F8E4M3 ? "cvt.rn.satfinite.e4m3x2.f32 $0, $1, $2;"
+                                                   : "cvt.rn.satfinite.e5m2x2.f32 $0, $1, $2;",
+                                   "=h,f,f", args, 2, false);
+    LLVMValueRef code = LLVMBuildTrunc(b, h, cg->i8, "");
+    LLVMValueRef bits = LLVMBuildBitCast(b, x, cg->i32, "");
+    LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildLShr(b, bits, k32(cg, 24), ""), k32(cg, 0x80), "");
+    LLVMValueRef nan = LLVMBuildTrunc(b, LLVMBuildOr(b, sign, k32(cg, F->nan), ""), cg->i8, "");
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), nan, code, "");
+}
+
+static LLVMValueRef f8_to_f32_hw(Cg *cg, LLVMValueRef x, DType from)
+{
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef args[1] = {LLVMBuildZExt(b, x, cg->i16, "")};
+    LLVMValueRef r = cg_inline_asm(cg, cg->i32,
+                                   from == DT_F8E4M3 ? "cvt.rn.f16x2.e4m3x2 $0, $1;" : "cvt.rn.f16x2.e5m2x2 $0, $1;",
+                                   "=r,h", args, 1, false);
+    LLVMValueRef hf = LLVMBuildBitCast(b, LLVMBuildTrunc(b, r, cg->i16, ""), cg->f16, "");
+    LLVMValueRef v = LLVMBuildFPExt(b, hf, cg->f32, ""); /* exact: every fp8 value is an f16 */
+    LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildAnd(b, LLVMBuildZExt(b, x, cg->i32, ""), k32(cg, 0x80), ""),
+                                     k32(cg, 24), "");
+    LLVMValueRef nan = LLVMBuildBitCast(b, LLVMBuildOr(b, sign, k32(cg, 0x7FC00000), ""), cg->f32, "");
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), nan, v, "");
+}
+
+static bool fp8_hw(Cg *cg) { return cg->target && ir_target_has(cg->target->arch, IR_TGT_FP8_CVT); }
+
 LLVMValueRef cg_cast(Cg *cg, LLVMValueRef x, DType from, bool from_ptr, DType to, bool to_ptr)
 {
     LLVMBuilderRef b = cg->b;
@@ -405,7 +444,7 @@ LLVMValueRef cg_cast(Cg *cg, LLVMValueRef x, DType from, bool from_ptr, DType to
     if (from == to) return x;
     LLVMTypeRef tt = cg_dtype(cg, to);
     if (is_f8(from)) {
-        x = f8_to_f32(cg, x, from == DT_F8E4M3 ? &e4m3 : &e5m2);
+        x = fp8_hw(cg) ? f8_to_f32_hw(cg, x, from) : f8_to_f32(cg, x, from == DT_F8E4M3 ? &e4m3 : &e5m2);
         from = DT_F32;
         if (to == DT_F32) return x;
     }
@@ -413,7 +452,8 @@ LLVMValueRef cg_cast(Cg *cg, LLVMValueRef x, DType from, bool from_ptr, DType to
         /* to f32 first: exact from f16/bf16/ints up to 2^24; f64 rounds twice
          * only where f32 itself cannot hold the value, far outside fp8's range */
         LLVMValueRef f = cg_cast(cg, x, from, false, DT_F32, false);
-        return f32_to_f8(cg, f, to == DT_F8E4M3 ? &e4m3 : &e5m2);
+        const F8Fmt *F = to == DT_F8E4M3 ? &e4m3 : &e5m2;
+        return fp8_hw(cg) ? f32_to_f8_hw(cg, f, to, F) : f32_to_f8(cg, f, F);
     }
     bool ff = dt_is_float(from), tf = dt_is_float(to);
     if (!ff && !tf) {

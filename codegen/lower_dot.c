@@ -224,7 +224,9 @@ bool cg_wgmma_plan_buffer(CgWgmmaPlan *p, IrType t, WgmmaOperand op, const Share
 {
     CgWgmmaOpnd *o = op == LL_WGMMA_A ? &p->a : &p->b;
     int kdim = op == LL_WGMMA_A ? 1 : 0, instr_mn = op == LL_WGMMA_A ? 64 : p->w.instr_n;
-    for (int k_major = 1; k_major >= 0; k_major--) {
+    /* wgmma transposes only 16-bit types: an 8-bit stage is read in place only K-major */
+    int last_major = dt_bytes((DType)t.dt) == 2 ? 0 : 1;
+    for (int k_major = 1; k_major >= last_major; k_major--) {
         CgWgmmaOpnd c;
         memset(&c, 0, sizeof c);
         if (!plan_opnd(&c, t, op, kdim, k_major, instr_mn) || !same_shared(&c.S, S, trans)) continue;
@@ -488,8 +490,9 @@ void cg_lower_DOT(Cg *cg, uint32_t opid, IrOp *op)
         bool in_place = false;
         for (int k = 0; k < 2; k++) {
             IrVal x = ir_opnd(f, op, (uint32_t)k);
-            if (cg_buf_operand(cg, x, opid, &src[k]) && (in_place = true))
-                cg_wgmma_plan_buffer(&wp, ir_vty(f, x), k ? LL_WGMMA_B : LL_WGMMA_A, &src[k].buf->S, src[k].trans);
+            if (cg_buf_operand(cg, x, opid, &src[k]) &&
+                cg_wgmma_plan_buffer(&wp, ir_vty(f, x), k ? LL_WGMMA_B : LL_WGMMA_A, &src[k].buf->S, src[k].trans))
+                in_place = true;
         }
         remark_dot(cg, op, "wgmma m64n%dk%d, %d x %d warpgroups, A from %s, B from shared memory%s",
                    wp.w.instr_n, wp.w.instr_k, wp.w.wgm, wp.w.wgn, wp.a_regs ? "registers" : "shared memory",

@@ -17,8 +17,9 @@
 enum {
     IR_TGT_MMA_SYNC = 1u << 0,  /* mma.sync.aligned.m16n8k16 (f16/bf16 tensor cores) */
     IR_TGT_CP_ASYNC = 1u << 1,  /* cp.async global -> shared copies */
-    IR_TGT_FP8_CVT = 1u << 2,   /* cvt.rn.satfinite.{e4m3x2,e5m2x2} (fp8 conversions in hardware;
-                                 * codegen converts fp8 in integer arithmetic everywhere today) */
+    IR_TGT_FP8_CVT = 1u << 2,   /* cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 and cvt.rn.f16x2.{e4m3x2,e5m2x2}:
+                                 * fp8 conversions in hardware (codegen/convert.c; integer
+                                 * arithmetic on targets without them) */
     IR_TGT_TMA = 1u << 3,       /* cp.async.bulk.tensor and mbarrier transaction counts (async_load) */
     IR_TGT_TMA_STORE = 1u << 4, /* BLOCK_STOREs staged in shared memory and written by TMA
                                  * (lower_async.c store_plan): the hardware has them with

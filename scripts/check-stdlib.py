@@ -364,6 +364,42 @@ def attention():
               2e-2, 2e-2)
 
 
+def attention_fp8():
+    """flash_attn_fwd_fp8: e4m3 Q, K, V with descale factors, P quantized to e4m3 for P V.  The bound
+    (stdlib/attention.tile): |O - ref| <= 2^-4 max|V * v_descale| + 2^-8 |ref| (e4m3's relative error on
+    each probability, then bf16's rounding), against the float64 softmax of the dequantized inputs."""
+    D = 64
+    for B, Hq, Hkv, Sq, Skv, causal, lse, vt in ((1, 4, 2, 40, 70, 0, 1, 0), (1, 2, 1, 33, 20, 1, 0, 0),
+                                                 (1, 2, 2, 1, 1, 1, 1, 0), (1, 4, 2, 40, 70, 1, 1, 1)):
+        qs, ks = "[%d,%d,%d,%d]" % (B, Hq, Sq, D), "[%d,%d,%d,%d]" % (B, Hkv, Skv, D)
+        vs = "[%d,%d,%d,%d]" % (B, Hkv, D, Skv) if vt else ks
+        desc = {"q_descale": 0.75, "k_descale": 1.5, "v_descale": 0.625}
+        for n, x in desc.items():
+            npy_write(tmpfile(n + ".npy"), "<f4", [1], [x])
+        sc = 1 / math.sqrt(D)
+        args = ["Q=f8e4m3" + qs, "K=f8e4m3" + ks, "V=f8e4m3" + vs, "O=bf16" + qs,
+                "LSE=f32[%d,%d,%d]" % ((B, Hq, Sq) if lse else (0, 0, 0))]
+        args += ["%s=%s" % (n, tmpfile(n + ".npy")) for n in desc] + ["sm_scale=%r" % sc, "causal=%d" % causal]
+        r = run("attention.tile", "flash_attn_fwd_fp8", args, ["Q", "K", "V", "O"] + (["LSE"] if lse else []),
+                ["D=64", "BM=64", "BN=32", "VT=%d" % vt])
+        Q = [x * desc["q_descale"] for x in r["Q"]]
+        K = [x * desc["k_descale"] for x in r["K"]]
+        V = [x * desc["v_descale"] for x in r["V"]]
+        if vt:  # [B, Hkv, D, Skv] -> [B, Hkv, Skv, D]
+            V = [V[((bh * D) + d) * Skv + j] for bh in range(B * Hkv) for j in range(Skv) for d in range(D)]
+        O, L = attn_ref(Q, K, V, Sq, Skv, Hq, Hkv, D, sc, causal,
+                        lambda b, h, i: ((b * Hq + h) * Sq + i) * D, lambda b, h, j: ((b * Hkv + h) * Skv + j) * D, B)
+        name = "flash_attn_fwd_fp8 Hq=%d Hkv=%d Sq=%d Skv=%d causal=%d VT=%d" % (Hq, Hkv, Sq, Skv, causal, vt)
+        vmax = max(abs(v) for v in V)
+        close(name, r["O"], O, 2.0 ** -8, 2.0 ** -4 * vmax)
+        # the rounding of P is unbiased: on average far below the worst case (a systematic error is not)
+        mean = sum(abs(g - w) for g, w in zip(r["O"], O)) / len(O)
+        equal(name + " mean error <= 2^-6 max|V|", mean <= 2.0 ** -6 * vmax, True)
+        if lse:
+            close(name + " LSE", [x if x != -math.inf else -1e30 for x in r["LSE"]],
+                  [x if x != -math.inf else -1e30 for x in L], 1e-2, 1e-2)
+
+
 def run_fail(src, kernel, args, defines=()):
     """Runs the kernel expecting an error; returns its stderr (checked by the caller)."""
     checked.add((src, kernel))
@@ -804,7 +840,7 @@ if __name__ == "__main__":
     if not os.access(TILEC, os.X_OK):
         sys.exit("check-stdlib.py: %s is not an executable tilec" % TILEC)
     print("check-stdlib.py: stdlib kernels in the interpreter against float64 references")
-    for c in (gemm, gemm_small_m, fp8_gemm, fp8_gemm_small_m, fp8_quant, attention, decode, norms, softmax, moe,
+    for c in (gemm, gemm_small_m, fp8_gemm, fp8_gemm_small_m, fp8_quant, attention, attention_fp8, decode, norms, softmax, moe,
               moe_route, moe_align, moe_layer):
         check(c)
     # every kernel of every stdlib file must have a check here

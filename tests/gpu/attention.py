@@ -7,7 +7,7 @@ gpu-check runs it (from the bundle: --root src).  Exit 77 (SKIP) without torch o
 Random inputs, NaN-poisoned outputs, ragged lengths Sq, Skv in {1, 17, 1000, 4097} (Sq != Skv
 too), D in {64, 128, 256}, bf16 and f16, causal (bottom-right) and not, Hq/Hkv in {1, 4, 8, Hq};
 flash_attn_fwd_lse's LSE; a [B, S, H, D]-memory case (strided views); flash_attn_varlen_fwd with
-empty and one-token sequences; and the launches whose shapes disagree (a GQA mismatch, another
+empty and one-token sequences; flash_attn_fwd_fp8 (e4m3 inputs) within its stated bound; and the launches whose shapes disagree (a GQA mismatch, another
 head dimension) get TILERT_ERROR_REQUIRES with their message, writing nothing.
 """
 import argparse
@@ -103,6 +103,39 @@ def main():
                 check(name, o, ro, 2e-2 if T == "bf16" else 5e-3)
                 if lse:
                     check(name + " LSE", L, rl, 2e-3)
+    # FP8: e4m3 Q, K, V with descale factors; the bound of stdlib/attention.tile's flash_attn_fwd_fp8:
+    # |O - ref| <= 2^-4 max|V * v_descale| + 2^-8 |ref|, and the mean error far below (unbiased rounding)
+    f8 = torch.float8_e4m3fn
+    for i, (D, sq, skv, causal, hq, hkv, lse) in enumerate((
+            (128, 1000, 1000, 0, 8, 2, 1), (128, 4097, 4097, 1, 4, 4, 0), (64, 17, 1000, 1, 8, 1, 1),
+            (64, 1000, 17, 0, 8, 8, 0), (256, 1, 4097, 0, 8, 4, 1), (256, 1000, 1000, 1, 4, 1, 0),
+            (128, 1, 1, 1, 8, 8, 1), (128, 1000, 4097, 1, 8, 2, 1), (128, 1000, 2000, 1, 8, 2, 1),
+            (64, 17, 1000, 0, 8, 1, 0), (256, 4097, 1000, 1, 4, 4, 1))):
+        vt = int(i >= 8)   # V given transposed, [B, Hkv, D, Skv] (TMA where Skv is a multiple of 16)
+        q8, k8, v8 = (rand([1, h, n, D], torch.float32).to(f8) for h, n in ((hq, sq), (hkv, skv), (hkv, skv)))
+        ds = [torch.tensor([x], device="cuda") for x in (0.75, 1.5, 0.625)]
+        o = torch.full([1, hq, sq, D], float("nan"), device="cuda", dtype=torch.bfloat16)
+        L = torch.full([1, hq, sq] if lse else [0, 0, 0], float("nan"), device="cuda")
+        scale = 1 / math.sqrt(D)
+        key = ("flash_attn_fwd_fp8", vt, D)
+        if key not in ks:
+            ks[key] = b.compile(src, "flash_attn_fwd_fp8", {"D": D, "BM": 64 if D == 256 else 128, "VT": vt})
+        vin = v8.transpose(2, 3).contiguous() if vt else v8
+        b.launch(ks[key], [tensor_arg(q8), tensor_arg(k8), tensor_arg(vin), tensor_arg(o), tensor_arg(L)] +
+                 [tensor_arg(x) for x in ds] + [float_arg(scale), int_arg(causal)])
+        torch.cuda.synchronize()
+        vq = v8.double() * 0.625
+        ro, rl = ref_attn(q8.double() * 0.75, k8.double() * 1.5, vq, causal, scale)
+        name = "fwd_fp8 D=%d Hq=%d Hkv=%d Sq=%d Skv=%d causal=%d VT=%d" % (D, hq, hkv, sq, skv, causal, vt)
+        err = (o.double() - ro).abs()
+        bound = 2.0 ** -4 * vq.abs().max().item() + 2.0 ** -8 * ro.abs()
+        ok = bool((err <= bound).all().item()) and err.mean().item() <= 2.0 ** -6 * vq.abs().max().item()
+        print("  %-70s %s" % (name, "ok" if ok else "FAIL (max err %.3g, mean %.3g)" % (
+            err.nan_to_num(math.inf).max().item(), err.mean().item())))
+        if not ok:
+            failures.append(name)
+        if lse:
+            check(name + " LSE", L, rl, 2e-3)
     # [B, S, H, D] memory, as [B, H, S, D] views with its strides
     for causal in (0, 1):
         q = rand([2, 1000, 8, 128], torch.bfloat16).transpose(1, 2)
