@@ -22,6 +22,8 @@ bandwidth measured in the same run, and routing + align at T = 16, E = 256 again
 --only attention (issue 10): flash_attn_fwd against SDPA's cuDNN and FLASH_ATTENTION backends,
 MHA and GQA (enable_gqa), causal and not, D 64 and 128, S 1024 to 16384.
 
+--only attention-fp8 (issue 10): flash_attn_fwd_fp8 against tilec's bf16 flash_attn_fwd.
+
 --only decode (issue 11): paged_attn_decode + combine on a paged bf16 cache (D 128, Hq 32, Hkv 8,
 page 16 and 64) against SDPA cuDNN on a contiguous copy and torch's gather-then-SDPA; TB/s over K+V.
 
@@ -471,8 +473,16 @@ def bench_attention(b, root):
                 ok = close(o, ref, 2e-2, 2e-2)
             b.record("flash_attn_fwd vs SDPA " + name, shape, "bf16", lambda: b.launch(kk, args),
                      lambda: sdpa(be), work, "TFLOP/s", ok)
-    # FP8 (e4m3 Q, K, V, descale factors) against tilec's own bf16 kernel on the same values (the
-    # issue's target: >= 1.4x at S >= 4096); checked first against cuDNN on the dequantized inputs
+
+
+def bench_attention_fp8(b, root):
+    """flash_attn_fwd_fp8 (e4m3 Q, K, V, descale factors; V as given and transposed, VT = 1)
+    against tilec's own bf16 flash_attn_fwd on the same values (issue 10's target: >= 1.4x at
+    S >= 4096), each result checked first against cuDNN on the dequantized inputs."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+    src = os.path.join(root, "stdlib/attention.tile")
+    kernels = {d: b.compile(src, "flash_attn_fwd", {"T": "bf16", "D": d}) for d in (64, 128)}
     f8 = {(d, vt): b.compile(src, "flash_attn_fwd_fp8", {"D": d, "VT": vt}) for d in (64, 128) for vt in (0, 1)}
     for d in (128, 64):
         for s in (4096, 8192, 16384):
@@ -733,6 +743,7 @@ def main():
                "softmax-fast": lambda: bench_softmax(b, args.root, ("--fast-math",)),
                "rmsnorm-fast": lambda: bench_rmsnorm(b, args.root, ("--fast-math",)),
                "gemm": lambda: bench_gemm(b, args.root), "attention": lambda: bench_attention(b, args.root),
+               "attention-fp8": lambda: bench_attention_fp8(b, args.root),
                "moe": lambda: bench_moe(b, args.root),
                "decode": lambda: bench_decode(b, args.root),
                "softmax-sweep": lambda: bench_sweep(b, args.root, "softmax"),
