@@ -284,6 +284,7 @@ static void check_tune(LexState *st, CParamList cps, NodeList items)
             if (strcmp(items.items[j]->name, it->name) == 0) {
                 diag_error(st->diag, it->loc, "tune(...) lists '%s' twice", it->name);
                 diag_note(st->diag, items.items[j]->loc, "the first is here");
+                break;
             }
         for (uint32_t k = 0; k < it->nlist; k++) {
             const AstNode *v = it->list[k];

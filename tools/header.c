@@ -696,15 +696,15 @@ static bool write_tuned(StrBuf *b, const HeaderOpts *h, const Kern *ks, Diag *d)
     char *name = c_ident(f->source_name);
     sb_printf(b, "/* ---- %s: the specialization the tuning table ", name);
     comment_text(b, t->table);
-    sb_puts(b, " chose for the arguments' shape\n * (tuned on ");
+    sb_puts(b, " chose for\n * the arguments' shape (tuned on: ");
     comment_text(b, t->tuned_on);
-    sb_puts(b, ").  The key of a call is (");
+    sb_puts(b, ").  The key of a call is\n * (");
     for (uint32_t i = 0; i < t->nkey; i++) {
         sb_printf(b, i ? ", %s" : "%s", lead->params[t->key_param[i]]);
         if (t->key_dim[i] >= 0) sb_printf(b, ".shape[%d]", t->key_dim[i]);
     }
-    sb_puts(b, "); a call takes the entry whose key is\n * nearest: the least sum of |lg(x) - lg(entry)|, "
-               "lg the piecewise-linear log2, the first on a tie.\n * Entries:\n");
+    sb_puts(b, "); a call takes the entry whose key is nearest: the least sum of\n"
+               " * |lg(x) - lg(entry)|, lg the piecewise-linear log2, the first on a tie.\n * Entries:\n");
     for (uint32_t e = 0; e < t->nentries; e++) {
         sb_printf(b, " *   %u: ", e);
         comment_text(b, t->shapes[e]);

@@ -342,7 +342,8 @@ static int read_shapes(TuneOpts *to, const char *path)
 {
     size_t len;
     char *text = tl_read_file(path, &len);
-    if (!text) return driver_usage_error("tilec tune", "--shapes: cannot read '%s': %s", path, strerror(errno)), -1;
+    int err = errno;
+    if (!text) return driver_usage_error("tilec tune", "--shapes: cannot read '%s': %s", path, strerror(err)), -1;
     int rc = 1, line = 0;
     for (char *p = text; rc > 0 && *p;) {
         char *nl = strchr(p, '\n');
@@ -1482,9 +1483,10 @@ TuneTable *tune_table_load(const char *path, DiagColor color)
     t->path = tl_xstrdup(path);
     size_t len = 0;
     t->text = tl_read_file(path, &len);
+    int err = errno;
     diag_init(&t->diag, path, t->text, t->text ? len : 0, stderr, color);
     if (!t->text) {
-        diag_error_noloc(&t->diag, "cannot read the tuning table '%s': %s", path, strerror(errno));
+        diag_error_noloc(&t->diag, "cannot read the tuning table '%s': %s", path, strerror(err));
         tune_table_free(t);
         return NULL;
     }
@@ -1580,15 +1582,20 @@ bool tune_table_header(TuneTable *t, const IrModule *m, HeaderTune *ht, Diag *d)
     char *names[TUNE_MAX_KEY];
     uint32_t nkey = key_of(lead, kp, kd, names);
     bool same = nkey == t->nkey;
+    StrBuf have = {0}, want = {0};
     for (uint32_t i = 0; i < nkey; i++) {
         same = same && strcmp(names[i], t->keynames[i]) == 0;
+        sb_printf(&have, i ? ", %s" : "%s", names[i]);
         free(names[i]);
     }
-    if (!same) {
-        diag_error_noloc(d, "tuning table '%s': its key does not fit kernel '%s' (its parameters changed since the "
-                         "tuning: tune it again)", t->path, t->kernel);
-        return false;
-    }
+    for (uint32_t i = 0; i < t->nkey; i++) sb_printf(&want, i ? ", %s" : "%s", t->keynames[i]);
+    if (!same)
+        diag_error_noloc(d, "tuning table '%s': its key (%s) is not kernel '%s''s (%s): the kernel's parameters "
+                         "changed since the tuning; tune it again", t->path, want.s ? want.s : "", t->kernel,
+                         have.s ? have.s : "");
+    sb_free(&have);
+    sb_free(&want);
+    if (!same) return false;
     free(t->key_param);
     free(t->key_dim);
     free(t->keys);
