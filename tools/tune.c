@@ -1590,7 +1590,7 @@ bool tune_table_header(TuneTable *t, const IrModule *m, HeaderTune *ht, Diag *d)
     }
     for (uint32_t i = 0; i < t->nkey; i++) sb_printf(&want, i ? ", %s" : "%s", t->keynames[i]);
     if (!same)
-        diag_error_noloc(d, "tuning table '%s': its key (%s) is not kernel '%s''s (%s): the kernel's parameters "
+        diag_error_noloc(d, "tuning table '%s': its key (%s) is not that of kernel '%s' (%s): its parameters "
                          "changed since the tuning; tune it again", t->path, want.s ? want.s : "", t->kernel,
                          have.s ? have.s : "");
     sb_free(&have);
