@@ -39,11 +39,11 @@ cd "$root"
 
 want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 
+# Each kernel's space is its tune(...) clause (four candidates each).
 # gemm: C[M, N] = A[M, K] B[K, N], bf16; the 128 x 256 default against 128 x 128, 64 x 256 and
-# 64 x 128 at a large square problem, a tall-skinny one (few blocks of 128 x 256) and a mid-size one
+# 64 x 128 at a large square problem, a small one (few blocks of 128 x 256) and a long-K one
 if want gemm; then
   "$tilec" tune stdlib/gemm.tile --kernel gemm "${common[@]}" \
-    --space BM=128,64 --space BN=256,128 \
     --shape 'A=bf16[4096,4096] B=bf16[4096,4096] C=bf16[4096,4096]' \
     --shape 'A=bf16[1024,4096] B=bf16[4096,1024] C=bf16[1024,1024]' \
     --shape 'A=bf16[2048,8192] B=bf16[8192,2048] C=bf16[2048,2048]' \
@@ -54,7 +54,6 @@ fi
 # at 2048 and 8192 tokens
 if want flash_attn_fwd; then
   "$tilec" tune stdlib/attention.tile --kernel flash_attn_fwd "${common[@]}" \
-    --space BM=128,64 --space BN=64,128 \
     --shape 'Q=bf16[4,16,2048,128] K=bf16[4,16,2048,128] V=bf16[4,16,2048,128] O=bf16[4,16,2048,128] sm_scale=0.088 causal=0' \
     --shape 'Q=bf16[4,16,2048,128] K=bf16[4,16,2048,128] V=bf16[4,16,2048,128] O=bf16[4,16,2048,128] sm_scale=0.088 causal=1' \
     --shape 'Q=bf16[1,16,8192,128] K=bf16[1,16,8192,128] V=bf16[1,16,8192,128] O=bf16[1,16,8192,128] sm_scale=0.088 causal=1' \
@@ -77,7 +76,6 @@ for rows in (256, 32):
     npy_i32("%s/offsets_%d.npy" % (sys.argv[1], rows), [e * rows for e in range(9)])
 PY
   "$tilec" tune stdlib/moe.tile --kernel moe_grouped_gemm "${common[@]}" \
-    --space BM=128,64 --space BN=128,256 \
     --shape "A=bf16[2048,4096] W=bf16[8,2048,4096] offsets=$work/offsets_256.npy C=bf16[2048,2048] max_rows=256" \
     --shape "A=bf16[256,4096] W=bf16[8,2048,4096] offsets=$work/offsets_32.npy C=bf16[256,2048] max_rows=32" \
     --poison C -o "$out/moe_grouped_gemm.json"

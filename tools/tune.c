@@ -202,6 +202,7 @@ static char *loud(Diag *d, Quiet q)
             const char *start = e;
             while (start > d->buf.s && start[-1] != '\n') start--;
             const char *end = strchr(e, '\n');
+            if (strncmp(start, "tilec: error: ", 14) == 0) start += 14;   /* no location: the message alone */
             note = driver_strndup(start, end ? (size_t)(end - start) : strlen(start));
         }
     }

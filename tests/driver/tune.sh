@@ -173,12 +173,25 @@ check 1 err "no candidate of kernel 'scale' compiled (the first: BN=256,W=2: tun
   "${tune[@]}" --space BN=256 --shape "$s1"
 check 1 err "shape 1 ('x=f32[10] out=f32[10] n=10'): no candidate passed (the first note: tune_scale.tile:6:16: error: kernel 'scale': requires(...) does not hold" \
   "${tune[@]}" --space BN=64,128 --space W=2 --shape 'x=f32[10] out=f32[10] n=10'
-check 1 err "no candidate passed (the first note: tilec: error: kernel 'scale' has no parameter 'y'" \
+check 1 err "no candidate passed (the first note: kernel 'scale' has no parameter 'y'" \
   "${tune[@]}" --shape 'y=f32[10] out=f32[10] n=10'
 check 1 err "shapes 1 and 2 have the same key" "${tune[@]}" --space BN=64 --space W=2 --shape "$s1" \
   --shape 'out=f32[1000] x=f32[1000] n=1000'
 check 1 err "cannot run on the GPU" env TILERT_CUDA_LIBRARY=/nonexistent/libcuda.so.1 "$TILEC" tune tune_scale.tile \
   --kernel scale --device --shape "$s1"
+# the device path through the fake driver, which runs nothing: a poisoned output stays poisoned;
+# without --poison the buffers differ from the interpreter's; with --reference=first the first
+# candidate has nothing to differ from, and its timing needs CUDA events, which the fake lacks
+if [ -n "${FAKE_CUDA:-}" ]; then
+  dev=(env TILERT_CUDA_LIBRARY="$FAKE_CUDA" "$TILEC" tune tune_scale.tile --kernel scale --device --shape "$s1")
+  check 1 err "shape 1, BN=64,W=2: rejected: left 1000 of 1000 elements of 'out' unwritten" "${dev[@]}" --poison out
+  grep -qF "tilec tune: Fake H200 (compute capability 9.0, 132 SMs), compiling for sm_90a" stderr.txt ||
+    fail "the device is not named: $(head -3 stderr.txt)"
+  check 1 err "rejected: 'out': 986 of 1000 elements differ from the interpreter's run of BN=64,W=2" "${dev[@]}" \
+    --space BN=64 --space W=2
+  check 1 err "rejected: timing failed: cannot time on the GPU: the CUDA driver has no cuEventCreate" "${dev[@]}" \
+    --space BN=64 --space W=2 --reference=first
+fi
 # the table's errors beside tests/errors/tune
 check 2 err "--kernel gemm, but the tuning table 'two.json' tunes 'scale'" "$TILEC" tune_scale.tile --tune-table two.json --kernel gemm
 check 2 err "--spec and --tune-table exclude each other" "$TILEC" tune_scale.tile --tune-table two.json --spec BN=64
