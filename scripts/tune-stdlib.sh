@@ -30,7 +30,10 @@ if [ -z "$tilec" ]; then
   for t in "$root/build/tools/tilec" "$root/.gpu/bin/tilec"; do [ -x "$t" ] && tilec=$t && break; done
 fi
 [ -n "$tilec" ] && [ -x "$tilec" ] || { echo "tune-stdlib.sh: no tilec (give --tilec PATH)" >&2; exit 2; }
+case $only in ''|gemm|flash_attn_fwd|moe_grouped_gemm) ;; *) echo "tune-stdlib.sh: --only $only: not a tuned kernel" >&2; exit 2 ;; esac
 mkdir -p "$out"
+tilec=$(cd "$(dirname "$tilec")" && pwd)/$(basename "$tilec")   # absolute: the script changes folder
+out=$(cd "$out" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/tune-stdlib.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 common=(--device --runs 10 --warmup 3)

@@ -256,7 +256,14 @@ static bool is_value(const char *s, size_t n)
     return i == 0 && driver_is_ident(s, n);
 }
 
-/* NAME=V1,V2,... into an axis (replacing an earlier one of NAME); -1 after a usage error. */
+static void free_axis(Axis *a)
+{
+    for (uint32_t i = 0; i < a->nvalues; i++) free(a->values[i]);
+    free(a->values);
+    free((char *)a->name);
+}
+
+/* NAME=V1,V2,... into an axis; -1 after a usage error. */
 static int add_axis(TuneOpts *to, const char *arg)
 {
     const char *eq = strchr(arg, '=');
@@ -281,17 +288,13 @@ static int add_axis(TuneOpts *to, const char *arg)
         p = comma + 1;
     }
     for (uint32_t i = 0; i < to->naxes; i++)
-        if (strcmp(to->axes[i].name, ax.name) == 0)
-            return driver_usage_error("tilec tune", "--space %s is given twice", ax.name), -1;
+        if (strcmp(to->axes[i].name, ax.name) == 0) {
+            driver_usage_error("tilec tune", "--space %s is given twice", ax.name);
+            free_axis(&ax);
+            return -1;
+        }
     VEC_PUSH(to->axes, to->naxes, to->axcap, ax);
     return 1;
-}
-
-static void free_axis(Axis *a)
-{
-    for (uint32_t i = 0; i < a->nvalues; i++) free(a->values[i]);
-    free(a->values);
-    free((char *)a->name);
 }
 
 /* One shape from text (ARGs separated by blanks); `where` names it in messages.  -1 after an error. */
@@ -817,6 +820,7 @@ static void run_cand(ShapeRun *sr, Cand *c, Result *res)
         q = quiet(d);
         ok = interp(&r, grid, d);
         note = loud(d, q);
+        if (!ok && !note) note = tl_xstrdup("the run failed");
         if (ok && !note) note = unwritten(&ro, &r);
         if (note) {
             res->status = RES_REJECTED;
@@ -846,6 +850,7 @@ static void run_cand(ShapeRun *sr, Cand *c, Result *res)
         ok = dev_download(sr->ds, &ka, d);
     }
     note = loud(d, q);
+    if (!ok && !note) note = tl_xstrdup("the run failed");
     if (ok && !note) note = unwritten(&ro, &ka);
     if (ok && !note && sr->ref.f) note = differs(&ro, &ka, &sr->ref, sr->ref_name);
     if (note) {
@@ -1028,6 +1033,11 @@ static int tune(TuneOpts *to)
     }
     fprintf(stderr, "tilec tune: %s: %u of %u candidates compiled; %u shape%s\n", to->ro.drv.kernel, nvalid, ncands,
             to->nshapes, to->nshapes == 1 ? "" : "s");
+    bool poisoned = false;
+    for (uint32_t i = 0; i < to->ro.nfills; i++) poisoned = poisoned || to->ro.fills[i].byte == 0xff;
+    if (!poisoned)
+        fprintf(stderr, "tilec tune: note: no --poison: an output a candidate leaves unwritten keeps its random data, "
+                        "and only the comparison with the reference can catch it\n");
     if (!nvalid) {
         diag_error_noloc(d, "no candidate of kernel '%s' compiled (the first: %s: %s)", to->ro.drv.kernel,
                          cands[0].label, cands[0].note);
