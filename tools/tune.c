@@ -150,13 +150,16 @@ typedef struct Cand {
 static char *xprintf(const char *fmt, ...) TL_PRINTF(1, 2);
 static char *xprintf(const char *fmt, ...)
 {
+    char small[256];
     va_list ap, aq;
     va_start(ap, fmt);
     va_copy(aq, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
-    char *s = tl_xmalloc((size_t)(n > 0 ? n : 0) + 1);
-    vsnprintf(s, (size_t)(n > 0 ? n : 0) + 1, fmt, aq);
+    size_t len = n > 0 ? (size_t)n : 0;
+    char *s = tl_xmalloc(len + 1);
+    if (len < sizeof small) memcpy(s, small, len + 1);
+    else vsnprintf(s, len + 1, fmt, aq);
     va_end(aq);
     return s;
 }
