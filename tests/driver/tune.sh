@@ -36,6 +36,12 @@ cmp -s t.json t2.json || fail "a second run (shapes from a file) wrote another t
 check 0 out '"tilec_tune_table": 1' "${tune[@]}" --shape "$s1" --poison out -v
 grep -qF "tilec tune: shape 1, BN=64,W=2: ok" stderr.txt || fail "-v does not print the passing candidates"
 
+# ---- compiling ignores the tune(...) clause: the same IR without it (same lines and columns)
+sed 's/^    tune(.*$//' tune_scale.tile > untuned.tile
+"$TILEC" tune_scale.tile --emit=ir | sed 1d > tuned.tir && "$TILEC" untuned.tile --emit=ir | sed 1d > untuned.tir &&
+  diff -u untuned.tir tuned.tir >/dev/null || fail "the tune(...) clause changes the IR"
+check 0 out "(tune BN (int 64) (int 128) (int 256))" "$TILEC" tune_scale.tile --emit=ast
+
 # ---- the table read back: one specialization chosen for every shape, a plain launcher
 check 0 out "" "$TILEC" tune_scale.tile --emit=header --embed --tune-table t.json -o one.h
 grep -qF 'tilert_kernel_get(tilec_m, "scale__BN_64__W_2", &tilec_k)' one.h || fail "one.h lacks scale__BN_64__W_2"
