@@ -114,6 +114,17 @@ if [ -n "$cxx" ]; then
   "$cxx" -std=c++17 "${strict[@]}" "${san[@]}" -fsyntax-only pick.cpp 2>cc.txt || fail "two.h does not compile as C++: $(head -20 cc.txt)"
 fi
 
+# ---- a stdlib kernel: gemm's tune(...) clause narrowed to two tiles, checked against each other
+stdlib=$(cd "$inputs/../../../stdlib" && pwd)
+check 0 err "tilec tune: gemm: 2 of 2 candidates compiled; 2 shapes" "$TILEC" tune "$stdlib/gemm.tile" --kernel gemm \
+  --interp --space BM=128,64 --space BN=128 --shape 'A=bf16[100,64] B=bf16[64,96] C=bf16[100,96]' \
+  --shape 'A=bf16[40,80] B=bf16[80,200] C=bf16[40,200]' --poison C -o gemm.json
+[ "$(grep -c '"status": "ok"' gemm.json)" = 4 ] || fail "gemm.json: $(grep status gemm.json)"
+grep -qF '"key": ["A.shape[0]", "A.shape[1]", "B.shape[0]", "B.shape[1]", "C.shape[0]", "C.shape[1]"]' gemm.json ||
+  fail "gemm.json's key: $(grep '"key": \[\"' gemm.json)"
+check 0 out "" "$TILEC" "$stdlib/gemm.tile" --emit=header --tune-table gemm.json -o gemm_tuned.h
+grep -qF 'gemm_launch(' gemm_tuned.h || fail "gemm_tuned.h has no gemm_launch"
+
 # ---- tilec_add_kernels(TUNE_TABLE): the build-tree package, a header with the launcher by shape
 if [ -n "${CMAKE_COMMAND:-}" ] && [ -n "${BUILD_DIR:-}" ] && [ -f "$BUILD_DIR/TilecConfig.cmake" ]; then
   mkdir -p app
