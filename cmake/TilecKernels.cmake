@@ -7,13 +7,17 @@
 #                     [SPECS "NAME=VALUE[,NAME=VALUE...]"...]  # --spec: several specializations
 #                                                              # in one header (K__P_V_launch)
 #                     [KERNEL <name>]                          # only this kernel of each source
+#                     [TUNE_TABLE <table.json>]                # the specializations a tuning table
+#                                                              # (tilec tune) chose, and K_launch
+#                                                              # choosing by shape; one source only
 #                     [OPTIONS <tilec option>...]              # e.g. -O2 -g --no-lineinfo
 #                     [OUTPUT_DIR <dir>]                       # default: <binary dir>/tilec/<target>
 #                     [HEADERS_VAR <var>])                     # set to the list of generated headers
 #
 # For each FILE.tile, a build rule runs
-#     tilec FILE.tile --emit=header --embed --arch=ARCH [-D...] [--spec...] [OPTIONS] -o OUTPUT_DIR/FILE.h
-# whenever the source or tilec changes.  The header holds the cubin and one typed
+#     tilec FILE.tile --emit=header --embed --arch=ARCH [-D...] [--spec...] [--tune-table T] [OPTIONS]
+#           -o OUTPUT_DIR/FILE.h
+# whenever the source, the table or tilec changes.  The header holds the cubin and one typed
 # launch function per kernel (see tilec --help).  The headers become sources of
 # <target> (an existing executable or library, in the current directory), their
 # folder one of its include directories, and <target> links tilec::tilert, so
@@ -26,7 +30,8 @@
 include_guard(GLOBAL)
 
 function(tilec_add_kernels)
-  cmake_parse_arguments(PARSE_ARGV 0 TK "" "TARGET;ARCH;KERNEL;OUTPUT_DIR;HEADERS_VAR" "SOURCES;DEFINES;SPECS;OPTIONS")
+  cmake_parse_arguments(PARSE_ARGV 0 TK "" "TARGET;ARCH;KERNEL;OUTPUT_DIR;HEADERS_VAR;TUNE_TABLE"
+                        "SOURCES;DEFINES;SPECS;OPTIONS")
   if(TK_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "tilec_add_kernels: unknown arguments: ${TK_UNPARSED_ARGUMENTS}")
   endif()
@@ -94,6 +99,26 @@ function(tilec_add_kernels)
   if(TK_KERNEL)
     set(kernel --kernel ${TK_KERNEL})
   endif()
+  set(table "")
+  set(table_dep "")
+  if(TK_TUNE_TABLE)
+    get_filename_component(table_abs ${TK_TUNE_TABLE} ABSOLUTE)
+    if(NOT EXISTS ${table_abs})
+      message(FATAL_ERROR "tilec_add_kernels(TARGET ${TK_TARGET}): TUNE_TABLE ${TK_TUNE_TABLE} does not exist "
+                          "(make it with tilec tune)")
+    endif()
+    list(LENGTH TK_SOURCES tk_nsources)
+    if(NOT tk_nsources EQUAL 1)
+      message(FATAL_ERROR "tilec_add_kernels(TARGET ${TK_TARGET}): TUNE_TABLE goes with one source (the table "
+                          "tunes one kernel of it); call tilec_add_kernels once per table")
+    endif()
+    if(TK_SPECS)
+      message(FATAL_ERROR "tilec_add_kernels(TARGET ${TK_TARGET}): SPECS and TUNE_TABLE exclude each other "
+                          "(the table chooses the specializations)")
+    endif()
+    set(table --tune-table ${table_abs})
+    set(table_dep ${table_abs})
+  endif()
 
   file(MAKE_DIRECTORY ${TK_OUTPUT_DIR})
   set(headers "")
@@ -106,9 +131,9 @@ function(tilec_add_kernels)
     endif()
     add_custom_command(
       OUTPUT ${hdr}
-      COMMAND ${tilec_cmd} ${src_abs} --emit=header --embed --arch=${TK_ARCH} ${defines} ${specs} ${kernel} ${TK_OPTIONS}
-              --diagnostics-color=never -o ${hdr}
-      DEPENDS ${src_abs} ${tilec_dep}
+      COMMAND ${tilec_cmd} ${src_abs} --emit=header --embed --arch=${TK_ARCH} ${defines} ${specs} ${kernel} ${table}
+              ${TK_OPTIONS} --diagnostics-color=never -o ${hdr}
+      DEPENDS ${src_abs} ${tilec_dep} ${table_dep}
       COMMENT "tilec ${name}.tile -> ${name}.h (${TK_ARCH})"
       VERBATIM)
     list(APPEND headers ${hdr})

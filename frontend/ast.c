@@ -404,6 +404,12 @@ static void decl(StrBuf *b, const AstNode *n)
             expr(b, n->reqs[2 * i + 1]);
             sb_putc(b, ')');
         }
+        for (uint32_t i = 0; i < n->ntune; i++) {
+            newline(b, 1);
+            sb_printf(b, "(tune %s", n->tune[i]->name);
+            exprs(b, n->tune[i]->list, n->tune[i]->nlist);
+            sb_putc(b, ')');
+        }
         break;
     default: tl_fatal("ast", "ast_dump: %s is not a declaration", ast_kind_name[n->kind]);
     }

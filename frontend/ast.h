@@ -64,7 +64,7 @@ typedef enum AstKind {
     /* declarations */
     AST_CONST,      /* const name = a; */
     AST_FN,         /* fn name(params) { body } */
-    AST_KERNEL,     /* kernel name<cparams>(params) [grid(list)] [warps(a)] [requires(c, "msg")]... { body } */
+    AST_KERNEL,     /* kernel name<cparams>(params) [grid(list)] [warps(a)] [requires(c, "msg")]... [tune(...)] { body } */
     AST_KIND_COUNT
 } AstKind;
 
@@ -122,6 +122,8 @@ struct AstNode {
     bool has_grid;              /* AST_KERNEL: grid(list...) */
     AstNode **reqs;             /* AST_KERNEL: requires(reqs[2i], reqs[2i+1]): condition, message (AST_STRING) */
     uint32_t nreqs;
+    AstNode **tune;             /* AST_KERNEL: tune(NAME = [v, ...], ...): one AST_LIST named NAME each */
+    uint32_t ntune;
 };
 
 typedef struct Ast {

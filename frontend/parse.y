@@ -59,12 +59,13 @@ typedef struct ParamList { AstParam *items; uint32_t n, cap; } ParamList;
 typedef struct CParamList { AstCParam *items; uint32_t n, cap; } CParamList;
 typedef struct NameList { const char **names; SrcLoc *locs; uint32_t n, cap; } NameList;
 
-typedef struct Clauses {        /* kernel grid(...), warps(...) and requires(...) */
+typedef struct Clauses {        /* kernel grid(...), warps(...), requires(...) and tune(...) */
     NodeList grid;
     NodeList reqs;              /* requires(cond, "message"): cond, message, cond, message... */
-    bool has_grid;
+    NodeList tune;              /* tune(NAME = [v, ...], ...): one AST_LIST named NAME per item */
+    bool has_grid, has_tune;
     AstNode *warps;
-    SrcLoc grid_loc, warps_loc;
+    SrcLoc grid_loc, warps_loc, tune_loc;
 } Clauses;
 
 typedef struct LexBracket {
@@ -265,6 +266,36 @@ static AstNode *assign(LexState *st, ExprVal lhs, int op, ExprVal rhs)
     return n;
 }
 
+/* tune(NAME = [v, ...], ...): each NAME a compile-time parameter of the kernel, once; each value
+ * an integer literal (or its negation) for an int parameter, a name (a type) for a type one.
+ * Only `tilec tune` reads the clause; compilation ignores it. */
+static void check_tune(LexState *st, CParamList cps, NodeList items)
+{
+    for (uint32_t i = 0; i < items.n; i++) {
+        AstNode *it = items.items[i];
+        const AstCParam *cp = NULL;
+        for (uint32_t k = 0; k < cps.n; k++)
+            if (strcmp(cps.items[k].name, it->name) == 0) cp = &cps.items[k];
+        if (!cp) {
+            diag_error(st->diag, it->loc, "tune(...): '%s' is not a compile-time parameter of the kernel", it->name);
+            continue;
+        }
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(items.items[j]->name, it->name) == 0) {
+                diag_error(st->diag, it->loc, "tune(...) lists '%s' twice", it->name);
+                diag_note(st->diag, items.items[j]->loc, "the first is here");
+                break;
+            }
+        for (uint32_t k = 0; k < it->nlist; k++) {
+            const AstNode *v = it->list[k];
+            bool num = v->kind == AST_INT || (v->kind == AST_UNARY && v->op == '-' && v->a->kind == AST_INT);
+            if (cp->is_type ? v->kind != AST_NAME : !num)
+                diag_error(st->diag, v->loc, "tune(...): a value of %s parameter '%s' must be %s", cp->is_type ? "type" : "int",
+                           it->name, cp->is_type ? "a type name (bf16, f16, ...)" : "an integer literal");
+        }
+    }
+}
+
 static AstNode *kernel(LexState *st, const char *name, SrcLoc loc, CParamList cps, ParamList ps, Clauses cl,
                        NodeList body)
 {
@@ -284,6 +315,9 @@ static AstNode *kernel(LexState *st, const char *name, SrcLoc loc, CParamList cp
     n->warps = cl.warps;
     n->reqs = cl.reqs.items;
     n->nreqs = cl.reqs.n / 2;
+    check_tune(st, cps, cl.tune);
+    n->tune = cl.tune.items;
+    n->ntune = cl.tune.n;
     n->body = body.items;
     n->nbody = body.n;
     return n;
@@ -318,10 +352,29 @@ static void clause(LexState *st, Clauses *cl, const char *name, SrcLoc loc, Node
         }
         PUSH(cl->reqs, items, args.items[0]);
         PUSH(cl->reqs, items, args.items[1]);
+    } else if (strcmp(name, "tune") == 0) {
+        diag_error(st->diag, loc, "tune(...) takes NAME = [VALUE, ...] items: tune(BM = [64, 128], BN = [128, 256])");
     } else {
-        diag_error(st->diag, loc, "unknown kernel clause '%s': expected 'grid(...)', 'warps(...)', 'requires(...)' or '{'",
-                   name);
+        diag_error(st->diag, loc, "unknown kernel clause '%s': expected 'grid(...)', 'warps(...)', 'requires(...)', "
+                   "'tune(...)' or '{'", name);
     }
+}
+
+/* tune(NAME = [v, ...], ...): the search space of `tilec tune` (tools/tune.c). */
+static void tune_clause(LexState *st, Clauses *cl, const char *name, SrcLoc loc, NodeList items)
+{
+    if (strcmp(name, "tune") != 0) {
+        diag_error(st->diag, loc, "only a tune(...) clause takes NAME = [VALUE, ...] items, not '%s(...)'", name);
+        return;
+    }
+    if (cl->has_tune) {
+        diag_error(st->diag, loc, "duplicate 'tune' clause");
+        diag_note(st->diag, cl->tune_loc, "the first 'tune' clause is here");
+        return;
+    }
+    cl->tune = items;
+    cl->has_tune = true;
+    cl->tune_loc = loc;
 }
 }
 
@@ -363,7 +416,8 @@ static void clause(LexState *st, Clauses *cl, const char *name, SrcLoc loc, Node
 %type <e> expr lor land bor bxor band eq rel shift add mul cast unary postfix primary index_item if_stmt
 %type <n> decl stmt
 %type <t> type type_ctor opt_type
-%type <l> block stmts expr_list args arg_list index_items opt_pipeline
+%type <l> block stmts expr_list args arg_list index_items opt_pipeline tune_list
+%type <n> tune_item
 %type <tl> type_list
 %type <pl> params param_list
 %type <p> param
@@ -443,6 +497,22 @@ param
 clauses
     : %empty                        { $$ = (Clauses){0}; }
     | clauses IDENT '(' expr_list opt_comma ')' { $$ = $1; clause(st, &$$, $2, at(@2), $4); }
+    | clauses IDENT '(' tune_list opt_comma ')' { $$ = $1; tune_clause(st, &$$, $2, at(@2), $4); }
+    ;
+
+tune_list
+    : tune_item                     { $$ = (NodeList){0}; PUSH($$, items, $1); }
+    | tune_list ',' tune_item       { $$ = $1; PUSH($$, items, $3); }
+    ;
+
+/* NAME = [v, ...]: an AST_LIST named NAME. */
+tune_item
+    : IDENT '=' '[' expr_list opt_comma ']' {
+          $$ = node(st, AST_LIST, at(@1));
+          $$->name = $1;
+          $$->list = $4.items;
+          $$->nlist = $4.n;
+      }
     ;
 
 block

@@ -228,7 +228,7 @@ static double quantile(const float *t, uint32_t n, double q)
  * queued in batches with an event pair each and no wait in between, so the
  * host's launch overhead overlaps the GPU's work instead of being timed; with
  * the flush, the 256 MiB write ahead of each run keeps the queue full too. */
-static bool time_runs(const RunOpts *ro, DevSession *ds, const uint32_t *grid, float *times, Diag *d)
+bool bench_time_runs(const RunOpts *ro, DevSession *ds, const uint32_t *grid, float *times, Diag *d)
 {
     enum { BATCH = 256 };
     void *flush = NULL;
@@ -309,7 +309,7 @@ static int bench_kernel(RunOpts *ro, Source *s, IrModule *m)
     DevSession ds;
     float *times = tl_xcalloc(ro->runs, sizeof *times);
     if (run_device_prepare(ro, s, m, &ds) && dev_upload(&ds, &ka, d) &&
-        time_runs(ro, &ds, ro->has_grid ? grid : NULL, times, d)) {
+        bench_time_runs(ro, &ds, ro->has_grid ? grid : NULL, times, d)) {
         report(ro, &ds, &ka, times, bytes, flops);
         rc = 0;
     }

@@ -48,6 +48,10 @@ void dev_close(DevSession *ds);
  * GPU's arch, written back to ro) and loads the cubin. */
 bool run_device_prepare(RunOpts *ro, Source *s, IrModule *m, DevSession *ds);
 
+/* bench.c: ro->warmup launches, then ro->runs timed ones (each after an L2 flush unless
+ * !ro->flush); times[r] gets each in ms.  `tilec tune` times its candidates with it. */
+bool bench_time_runs(const RunOpts *ro, DevSession *ds, const uint32_t *grid, float *times, Diag *d);
+
 /* CUDA events, for timing.  libtilert has no event API (yet), so these open
  * the same driver library it does (TILERT_CUDA_LIBRARY or libcuda.so.1) and
  * act in the context libtilert made current; call them after dev_open. */

@@ -581,10 +581,11 @@ static void param_texts(const Kern *k, char **names, StrBuf *decls, StrBuf *args
 /* Where ks[k] leads a group of specializations of one source kernel that differ only in type
  * parameters and share one C signature: SRC_launch (with a grid clause in all) and
  * SRC_launch_grid, which launch the specialization that takes the arguments. */
-static void write_chooser(StrBuf *b, const IrModule *m, const Kern *ks, uint32_t k)
+static void write_chooser(StrBuf *b, const HeaderOpts *h, const IrModule *m, const Kern *ks, uint32_t k)
 {
     const Kern *lead = &ks[k];
     const IrFunc *f = lead->f;
+    if (h->tune && strcmp(h->tune->kernel, f->source_name) == 0) return;   /* write_tuned's */
     for (uint32_t j = 0; j < k; j++)
         if (strcmp(ks[j].f->source_name, f->source_name) == 0) return;   /* not the first */
     uint32_t n = 0;
@@ -652,6 +653,156 @@ static void write_chooser(StrBuf *b, const IrModule *m, const Kern *ks, uint32_t
     free(name);
 }
 
+/* The arguments of f, by name, as a call passes them on: ", a, b". */
+static void call_args(StrBuf *b, const IrFunc *f, char **names)
+{
+    for (uint32_t i = 0; i < f->nparams; i++) sb_printf(b, ", %s", names[i]);
+}
+
+/* --tune-table: K_tune_entry, and K_launch / K_launch_grid choosing by it (HeaderTune).  False
+ * (after an error) when the chosen specializations do not share one C signature. */
+static bool write_tuned(StrBuf *b, const HeaderOpts *h, const Kern *ks, Diag *d)
+{
+    const HeaderTune *t = h->tune;
+    const Kern *lead = NULL;
+    bool several = false;
+    for (uint32_t e = 0; e < t->nentries; e++) {
+        const Kern *k = &ks[t->entry_func[e]];
+        if (!lead) lead = k;
+        several = several || k != lead;
+    }
+    if (!lead || !several) return true;   /* one specialization: its K_launch is the plain one */
+    const IrFunc *f = lead->f;
+    StrBuf d0 = {0}, a0 = {0};
+    param_texts(lead, lead->params, &d0, &a0);
+    bool grid = true, same = true;
+    for (uint32_t e = 0; e < t->nentries && same; e++) {
+        const Kern *k = &ks[t->entry_func[e]];
+        StrBuf d1 = {0}, a1 = {0};
+        param_texts(k, lead->params, &d1, &a1);
+        same = k->f->nparams == f->nparams && (!f->nparams || (strcmp(d0.s, d1.s) == 0 && strcmp(a0.s, a1.s) == 0));
+        grid = grid && k->f->grid != IR_NONE;
+        sb_free(&d1);
+        sb_free(&a1);
+    }
+    sb_free(&d0);
+    sb_free(&a0);
+    if (!same) {
+        diag_error_noloc(d, "tuning table '%s': the specializations it chose for '%s' take different C arguments "
+                         "(tune type parameters in separate tables)", t->table, t->kernel);
+        return false;
+    }
+    const char *mod = h->module_name;
+    char *name = c_ident(f->source_name);
+    sb_printf(b, "/* ---- %s: the specialization the tuning table ", name);
+    comment_text(b, t->table);
+    sb_puts(b, " chose for\n * the arguments' shape (tuned on: ");
+    comment_text(b, t->tuned_on);
+    sb_puts(b, ").  The key of a call is\n * (");
+    for (uint32_t i = 0; i < t->nkey; i++) {
+        sb_printf(b, i ? ", %s" : "%s", lead->params[t->key_param[i]]);
+        if (t->key_dim[i] >= 0) sb_printf(b, ".shape[%d]", t->key_dim[i]);
+    }
+    sb_puts(b, "); a call takes the entry whose key is nearest: the least sum of\n"
+               " * |lg(x) - lg(entry)|, lg the piecewise-linear log2, the first on a tie.\n * Entries:\n");
+    for (uint32_t e = 0; e < t->nentries; e++) {
+        sb_printf(b, " *   %u: ", e);
+        comment_text(b, t->shapes[e]);
+        sb_puts(b, "\n *      -> ");
+        comment_text(b, ks[t->entry_func[e]].name);
+        sb_putc(b, '\n');
+    }
+    sb_puts(b, " */\n\n");
+    sb_printf(b, "/* log2(x), linear between powers of two; x - 1 below 1. */\n"
+                 "static inline double %s_tilec_lg_%s(int64_t x)\n{\n"
+                 "    if (x < 1) return (double)x - 1.0;\n"
+                 "    int e = 63 - __builtin_clzll((unsigned long long)x);\n"
+                 "    return (double)e + (double)x / (double)(1ull << e) - 1.0;\n}\n\n",
+              mod, name);
+    /* K_tune_entry */
+    sb_printf(b, "/* The entry of the tuning table (0..%u) nearest to these arguments. */\n", t->nentries - 1);
+    StrBuf line = {0};
+    sb_printf(&line, "static inline int %s_tune_entry(", name);
+    for (uint32_t i = 0; i < f->nparams; i++) {
+        StrBuf p = {0};
+        param_decl(&p, &f->params[i], lead->params[i]);
+        if (i) sb_putc(&line, ',');
+        if (line.len + 1 + p.len + 1 > 110) {
+            sb_puts(b, line.s);
+            sb_putc(b, '\n');
+            line.len = 0;
+            sb_puts(&line, "   ");
+        }
+        sb_printf(&line, i ? " %s" : "%s", p.s);
+        sb_free(&p);
+    }
+    if (!f->nparams) sb_puts(&line, "void");
+    sb_puts(b, line.s);
+    sb_free(&line);
+    sb_puts(b, ")\n{\n");
+    for (uint32_t i = 0; i < f->nparams; i++) {
+        bool used = false;
+        for (uint32_t j = 0; j < t->nkey; j++) used = used || t->key_param[j] == i;
+        if (!used) sb_printf(b, "    (void)%s;\n", lead->params[i]);
+    }
+    uint32_t nk = t->nkey ? t->nkey : 1;
+    sb_printf(b, "    static const int64_t tilec_keys[%u][%u] = {\n", t->nentries, nk);
+    for (uint32_t e = 0; e < t->nentries; e++) {
+        sb_puts(b, "        {");
+        for (uint32_t i = 0; i < t->nkey; i++) sb_printf(b, i ? ", %lld" : "%lld", (long long)t->keys[e * t->nkey + i]);
+        if (!t->nkey) sb_putc(b, '0');
+        sb_puts(b, "},\n");
+    }
+    sb_printf(b, "    };\n    const int64_t tilec_key[%u] = {", nk);
+    for (uint32_t i = 0; i < t->nkey; i++) {
+        const char *pn = lead->params[t->key_param[i]];
+        if (t->key_dim[i] >= 0) sb_printf(b, i ? ", %s.shape[%d]" : "%s.shape[%d]", pn, t->key_dim[i]);
+        else sb_printf(b, i ? ", (int64_t)%s" : "(int64_t)%s", pn);
+    }
+    if (!t->nkey) sb_putc(b, '0');
+    sb_printf(b, "};\n    int tilec_best = 0;\n    double tilec_best_d = 0;\n"
+                 "    for (int tilec_e = 0; tilec_e < %u; tilec_e++) {\n        double tilec_d = 0;\n"
+                 "        for (int tilec_i = 0; tilec_i < %u; tilec_i++) {\n"
+                 "            double tilec_x = %s_tilec_lg_%s(tilec_key[tilec_i]) -\n"
+                 "                             %s_tilec_lg_%s(tilec_keys[tilec_e][tilec_i]);\n"
+                 "            tilec_d += tilec_x < 0 ? -tilec_x : tilec_x;\n        }\n"
+                 "        if (tilec_e == 0 || tilec_d < tilec_best_d) {\n"
+                 "            tilec_best = tilec_e;\n            tilec_best_d = tilec_d;\n        }\n    }\n"
+                 "    return tilec_best;\n}\n\n",
+              t->nentries, nk, mod, name, mod, name);
+    /* K_launch, K_launch_grid */
+    for (int with_grid = grid ? 0 : 1; with_grid <= 1; with_grid++) {
+        char fn[512];
+        snprintf(fn, sizeof fn, "%s_%s", name, with_grid ? "launch_grid" : "launch");
+        sb_printf(b, "/* Launches the specialization the tuning table chose for the arguments' shape%s. */\n",
+                  with_grid ? ", with an explicit grid" : "");
+        signature(b, f, lead->params, fn, with_grid);
+        sb_printf(b, "\n{\n    switch (%s_tune_entry(", name);
+        for (uint32_t i = 0; i < f->nparams; i++) sb_printf(b, i ? ", %s" : "%s", lead->params[i]);
+        sb_puts(b, ")) {\n");
+        /* one return per specialization, after the case labels of its entries; the last is the default */
+        uint32_t last = t->entry_func[t->nentries - 1];
+        for (uint32_t e = 0; e < t->nentries; e++) {
+            uint32_t fi = t->entry_func[e];
+            bool first = true;
+            for (uint32_t j = 0; j < e; j++) first = first && t->entry_func[j] != fi;
+            if (!first) continue;
+            sb_puts(b, "   ");
+            if (fi == last) sb_puts(b, " default:");
+            else
+                for (uint32_t j = e; j < t->nentries; j++)
+                    if (t->entry_func[j] == fi) sb_printf(b, " case %u:", j);
+            sb_printf(b, "\n        return %s_%s(stream%s", ks[fi].name, with_grid ? "launch_grid" : "launch",
+                      with_grid ? ", grid" : "");
+            call_args(b, f, lead->params);
+            sb_puts(b, ");\n");
+        }
+        sb_puts(b, "    }\n}\n\n");
+    }
+    free(name);
+    return true;
+}
+
 bool header_write(StrBuf *out, const IrModule *m, const HeaderOpts *h0, Diag *d)
 {
     HeaderOpts h = *h0;
@@ -691,7 +842,8 @@ bool header_write(StrBuf *out, const IrModule *m, const HeaderOpts *h0, Diag *d)
         write_intro(out, &h, ks, m->nfuncs, guard.s);
         write_module(out, &h, m->nfuncs ? m->nfuncs : 1);
         for (uint32_t k = 0; k < m->nfuncs; k++) write_kernel(out, &h, &ks[k], k);
-        for (uint32_t k = 0; k < m->nfuncs; k++) write_chooser(out, m, ks, k);
+        for (uint32_t k = 0; k < m->nfuncs; k++) write_chooser(out, &h, m, ks, k);
+        if (h.tune) ok = write_tuned(out, &h, ks, d);
         sb_printf(out, "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n#endif /* %s */\n", guard.s);
         sb_free(&guard);
     }

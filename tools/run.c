@@ -846,8 +846,7 @@ static bool compare_buffers(const RunOpts *ro, const KernelArgs *gpu, const Kern
     return all_ok;
 }
 
-/* A copy of ka whose buffers are fresh copies of ka's (same bindings and arguments). */
-static void copy_args(const KernelArgs *ka, KernelArgs *out)
+void run_copy_args(const KernelArgs *ka, KernelArgs *out)
 {
     const IrFunc *f = ka->f;
     out->f = ka->f;
@@ -876,7 +875,7 @@ static void copy_args(const KernelArgs *ka, KernelArgs *out)
 static bool run_check(RunOpts *ro, Source *s, IrModule *m, KernelArgs *ka, const uint32_t grid[3])
 {
     KernelArgs ref;
-    copy_args(ka, &ref);
+    run_copy_args(ka, &ref);
     bool ok = run_interp(&ref, grid, &s->diag) && run_device(ro, s, m, ka, grid) &&
               compare_buffers(ro, ka, &ref, &s->diag);
     run_args_free(&ref);

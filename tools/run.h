@@ -75,6 +75,8 @@ IrFunc *run_pick_kernel(IrModule *m, const char *want, Diag *d);
  * mismatch; false if there was any (ka is then still to be freed). */
 bool run_bind(const RunOpts *ro, IrFunc *f, KernelArgs *ka, Diag *d);
 void run_args_free(KernelArgs *ka);
+/* A copy of ka whose buffers are fresh copies of ka's (same bindings and arguments). */
+void run_copy_args(const KernelArgs *ka, KernelArgs *out);
 /* The launch grid: --grid, else f's grid(...) clause on the arguments. */
 bool run_grid(const RunOpts *ro, const KernelArgs *ka, uint32_t grid[3], Diag *d);
 bool run_is_buffer_param(IrType t);

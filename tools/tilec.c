@@ -3,6 +3,7 @@
  *   tilec FILE.tile|FILE.tir [options]      compile: tokens, AST, IR, LLVM IR, PTX, cubin, C header
  *   tilec run FILE --kernel NAME ...        run a kernel (run.c)
  *   tilec bench FILE --kernel NAME ...      time a kernel on the GPU (bench.c)
+ *   tilec tune FILE --kernel NAME ...       tune its compile-time parameters (tune.c)
  *
  * This file holds the command line of `tilec FILE` and main; the compilation
  * itself is driver_compile (driver.c), which run.c and bench.c call too:
@@ -25,6 +26,7 @@
 #include "header.h"
 #include "run.h"
 #include "spec.h"
+#include "tune.h"
 
 #ifndef TILEC_VERSION
 #error "TILEC_VERSION is defined by tools/CMakeLists.txt"
@@ -49,12 +51,15 @@ typedef struct CompileOpts {
     const char *embed_c;        /* --embed-c: the cubin's bytes go to this .c, the header declares them */
     const IrTarget **archs;     /* --arch=A,B,...: a header with a cubin per arch (archs[0] is o->arch) */
     uint32_t narchs;
+    const char *tune_table;     /* --tune-table: the specializations a tuning table chose (tune.c) */
+    TuneTable *table;           /* that table, read */
 } CompileOpts;
 
 static const char usage_text[] =
     "usage: tilec FILE.tile|FILE.tir [options]\n"
     "       tilec run FILE --kernel NAME --interp|--device ARG... [options]   (see tilec run --help)\n"
     "       tilec bench FILE --kernel NAME ARG... [options]                  (see tilec bench --help)\n"
+    "       tilec tune FILE --kernel NAME --interp|--device --shape 'ARG...'  (see tilec tune --help)\n"
     "\n"
     "Compiles tile-language kernels.  Without --kernel, every kernel in FILE is\n"
     "compiled with its default compile-time parameters.\n"
@@ -98,6 +103,9 @@ static const char usage_tail[] =
     "  -D NAME=VALUE            set a compile-time parameter (-D BLOCK=256, -DT=f16); repeatable\n"
     "  --spec NAME=VALUE[,...]  one more specialization of every kernel (after the -D values);\n"
     "                           repeatable: one module, cubin and header hold them all\n"
+    "  --tune-table=TABLE.json  compile the kernel of a tuning table (tilec tune) with its -D values\n"
+    "                           and one specialization per -D set it chose; with --emit=header,\n"
+    "                           K_launch picks the specialization by the arguments' shape\n"
     "  --pass=NAME[,NAME...]    run these IR passes in this order instead of the default pipeline\n"
     "  --dump-after=NAME|all    print the IR after pass NAME (or every pass) to stderr; the layout\n"
     "                           pass runs before code generation (--emit=llvm, ptx, cubin)\n"
@@ -131,7 +139,9 @@ static const char usage_tail[] =
     "  and per module MODULE_module(tilert_module **out) and MODULE_unload().  Several\n"
     "  specializations of K (--spec) are K__P_V for the parameters P whose values V differ, and\n"
     "  K_launch / K_launch_grid choose among them from the arguments' dtypes where only type\n"
-    "  parameters differ and the C signatures agree (tilert_kernel_select).\n";
+    "  parameters differ and the C signatures agree (tilert_kernel_select).  With --tune-table,\n"
+    "  K_tune_entry(PARAMS...) gives the table's entry nearest to the arguments' shape and\n"
+    "  K_launch / K_launch_grid launch the specialization the table chose for it.\n";
 
 static double now(void)
 {
@@ -226,6 +236,11 @@ static bool emit_header(const DriverOpts *o, const CompileOpts *co, Source *s, I
         .images = images,
         .nimages = co->narchs,
     };
+    HeaderTune tuned;
+    if (co->table) {
+        if (!tune_table_header(co->table, m, &tuned, &s->diag)) built = false;
+        h.tune = &tuned;
+    }
     if (co->narchs > 1) h.arch = archs.s;
     StrBuf csrc = {0};
     h.embed_c_out = co->embed_c ? &csrc : NULL;
@@ -515,6 +530,7 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "run") == 0) return run_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "bench") == 0) return bench_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "tune") == 0) return tune_main(argc - 1, argv + 1);
 
     static const struct option longopts[] = {
         DRIVER_COMMON_LONGOPTS,
@@ -526,6 +542,7 @@ int main(int argc, char **argv)
         {"save-temps", no_argument, NULL, OPT_SAVE_TEMPS},
         {"spec", required_argument, NULL, OPT_SPEC},
         {"embed-c", required_argument, NULL, OPT_EMBED_C},
+        {"tune-table", required_argument, NULL, OPT_TUNE_TABLE},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
@@ -566,6 +583,10 @@ int main(int argc, char **argv)
         case OPT_SPEC:
             if (driver_add_spec("tilec", &o.specs, &o.nspecs, &o.speccap, optarg) < 0) rc = 2;
             break;
+        case OPT_TUNE_TABLE:
+            if (!*optarg) rc = driver_usage_error("tilec", "--tune-table wants a TABLE.json");
+            co.tune_table = optarg;
+            break;
         case OPT_EMBED_C:
             if (!*optarg) rc = driver_usage_error("tilec", "--embed-c wants a FILE.c");
             co.embed_c = optarg;
@@ -584,12 +605,22 @@ int main(int argc, char **argv)
         }
     }
     if (rc < 0) rc = check_compile_opts(&o, &co, argc - optind, argv + optind);
+    if (rc < 0 && co.tune_table) {
+        if (driver_has_suffix(argv[optind], ".tir"))
+            rc = driver_usage_error("tilec", "--tune-table sets compile-time parameters of a .tile source; a .tir is "
+                                    "already specialized");
+        else if (!(co.table = tune_table_load(co.tune_table, o.color)))
+            rc = 1;
+        else
+            rc = tune_table_apply(co.table, &o);
+    }
     if (rc < 0) {
         o.input = argv[optind];
         if (o.dump_dir && o.ndump_after == 0) VEC_PUSH(o.dump_after, o.ndump_after, o.dumpcap, tl_xstrdup("all"));
         rc = compile(&o, &co);
     }
     driver_opts_free(&o);
+    tune_table_free(co.table);
     free(co.archs);
     return rc;
 }
