@@ -46,6 +46,14 @@
  *                 DOT elsewhere completes synchronously).
  *    TMA_READY    whether every descriptor of the view has a nonzero byte: a map
  *                 the driver built always does, the launcher's fallback is zeros.
+ *    warp specialization (passes/warp_specialize.c; the producer's branch is lowered in
+ *    lower.c): a buffer that ASYNC_ACQUIRE / ASYNC_RELEASE name has a second
+ *    mbarrier per stage, "empty", initialised with the SMEM_ALLOC's to one arrival
+ *    of every consumer thread (32 warps);
+ *    ASYNC_ACQUIRE  the producer warp spins on the stage's "empty" barrier
+ *                 (try_wait.parity); its ASYNC_LOADs are issued by its lane 0
+ *                 (cg->elect_tid), not thread 0;
+ *    ASYNC_RELEASE  every consumer thread arrives on the stage's "empty" barrier.
  *    BLOCK_STORE  (a TMA store; lower_mem.c calls cg_tma_store) per group of
  *                 column strips (normally all): a barrier, every thread's pairs
  *                 into the scratch area in the staging layout (st.shared, the

@@ -17,6 +17,21 @@
  * and how stages are handed back differ, so results are bit-identical to the
  * pipelined loop's.
  *
+ * There is no fallback loop: pipeline_expand's IF on tma_ready (whose else runs
+ * the original loop where the runtime could not describe a tensor to TMA) is
+ * replaced by its then-branch, so the loads are no longer guarded and their
+ * descriptors become required: such a launch is refused with an error naming the
+ * argument.  The fallback would have to run in the consumer warps alone, with
+ * its block loads in registers beside the accumulator, which spills at the
+ * specialized kernel's register count (below); the rule is documented in
+ * lang/PIPELINING.md.
+ *
+ * Registers: nvJitLink compiles the PTX for linking, and ptxas then ignores
+ * setmaxnreg (C7504), so every warp runs at the entry count (168 at 384
+ * threads).  The GEMM consumers fit it without the fallback (0 spills for the
+ * stdlib _ws kernels); the setmaxnreg instructions stay in the PTX, for a
+ * whole-program ptxas (which honours them: 232 in the consumers).
+ *
  * The producer branches off at the very start of the kernel and returns at the
  * end of its loop, so it runs none of the consumers' code, and the consumers'
  * barriers (bar.sync 1 with their thread count, from the branch on) never wait
@@ -39,17 +54,18 @@
  *      then build
  *          if producer_warp {
  *              <clones of the scalars below>
- *              if %ok' { for %k = %lb' to %ub' step %st' iter(%i = 0) {
+ *              for %k = %lb' to %ub' step %st' iter(%i = 0) {
  *                  async_acquire %buf, %i % S, ((%i / S) & 1) ^ 1     per buffer
  *                  <the loop's load-issuing IF body, its k being %k>  async_load ...
- *                  yield %i + 1 } }
+ *                  yield %i + 1 }
  *          } else { }
- *      Acquire parity: iteration i refills stage i % S after the consumers'
- *      (i / S)-th release of it... the release of iteration i - S, which
- *      completes "empty" phase i / S - 1; a fresh barrier counts phase "-1" (parity
- *      1) as complete, so the first S acquires pass at once.
+ *      Acquire parity: iteration i >= S refills stage i % S after the release
+ *      of iteration i - S, the (i / S - 1)-th of that stage, which completes
+ *      its "empty" phase i / S - 1; a fresh barrier counts phase "-1" (parity 1)
+ *      as complete, so the first S acquires pass at once.
  *   3. In the consumer: drop the prologue's loads and the loop's load-issuing
- *      IF; replace its `barrier` by releases: a buffer read by the dot left in
+ *      IF, and put the TMA IF's then-branch in its place (no fallback); replace
+ *      the loop's `barrier` by releases: a buffer read by the dot left in
  *      flight (pending = 1) releases stage (i - 1) % S, whose reader has
  *      completed when that dot returns (none at i = 0); a buffer read only by
  *      dots that complete at once releases stage i % S.  The last stages are
