@@ -28,4 +28,20 @@ pair gemm.tile gemm_nt A=bf16[200,1000] B=bf16[130,1000] C=bf16[200,130]
 pair fp8_gemm.tile fp8_gemm A=f8e4m3[1000,1200] B=f8e4m3[1100,1200] scale_a=f32[1] scale_b=f32[1] C=bf16[1000,1100]
 pair fp8_gemm.tile fp8_gemm_blockscale A=f8e4m3[1000,1200] As=f32[1000,10] B=f8e4m3[1100,1200] Bs=f32[9,10] \
   C=bf16[1000,1100]
+# no fallback loop: a tensor TMA cannot describe (B's rows of 130 bf16 = 260 bytes, not a
+# multiple of 16) is refused at launch with an error naming the argument; the plain kernel runs
+if "$TILEC" run "$root/stdlib/gemm.tile" --kernel gemm_ws --device A=bf16[100,64] B=bf16[64,130] C=bf16[100,130] \
+    >"$tmp/refuse.log" 2>&1; then
+  echo "FAIL gemm_ws ran on B with a 260-byte row stride (no fallback: it must refuse)"; fail=1
+elif grep -q "argument 1 ('B'), TMA descriptor" "$tmp/refuse.log"; then
+  echo "PASS gemm_ws refuses a B that TMA cannot describe: $(grep -o "argument 1 ('B').*" "$tmp/refuse.log" | head -1)"
+else
+  echo "FAIL gemm_ws on a 260-byte row stride: not the TMA error"; cat "$tmp/refuse.log"; fail=1
+fi
+if "$TILEC" run "$root/stdlib/gemm.tile" --kernel gemm --device --check A=bf16[100,64] B=bf16[64,130] C=bf16[100,130] \
+    --rtol 1e-2 --atol 1e-2 >"$tmp/plain.log" 2>&1; then
+  echo "PASS gemm (its fallback loop) on the same arguments"
+else
+  echo "FAIL gemm on a 260-byte row stride"; cat "$tmp/plain.log"; fail=1
+fi
 exit $fail
