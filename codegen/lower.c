@@ -1093,13 +1093,19 @@ static void add_grid_constants(Cg *cg, const unsigned *idx, unsigned n)
     LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations", LLVMMDNodeInContext(cg->ctx, md, 3));
 }
 
-/* A warp-specialized kernel: its consumers are whole warpgroups, and the register
- * split.  One CTA of 32 (warps + 4) threads may have R0 = 65536 / threads registers
- * a thread (rounded down to setmaxnreg's multiple of 8, at most 248: ptxas's 255);
- * the producer warpgroup keeps 40 and the consumers take what that frees, within
- * the CTA's pool: 128 * 40 + 32 warps * inc <= threads * R0 (40 / 232 at 8 consumer
- * warps).  Where that is no more than R0 (4 consumer warps: R0 is 248 already),
- * the registers stay as they are. */
+/* A warp-specialized kernel: its consumers are whole warpgroups (ws_plan), and
+ * the register split (cg_ws_registers, lower_int.h). */
+void cg_ws_registers(int warps, int *producer, int *consumer)
+{
+    int threads = 32 * (warps + 4);
+    int r0 = (65536 / threads) & ~7;
+    if (r0 > 248) r0 = 248;
+    int inc = ((threads * r0 - 128 * 40) / (32 * warps)) & ~7;
+    if (inc > 248) inc = 248;
+    *producer = inc > r0 ? 40 : 0;
+    *consumer = inc > r0 ? inc : 0;
+}
+
 static bool ws_plan(Cg *cg)
 {
     if (cg->warps % 4 != 0 || cg->warps + 4 > 32) {
@@ -1112,15 +1118,7 @@ static bool ws_plan(Cg *cg)
                    cg->f->source_name, cg->target->arch->name);
         return false;
     }
-    int threads = 32 * (cg->warps + 4);
-    int r0 = (65536 / threads) & ~7;
-    if (r0 > 248) r0 = 248;
-    int inc = ((threads * r0 - 128 * 40) / (32 * cg->warps)) & ~7;
-    if (inc > 248) inc = 248;
-    if (inc > r0) {
-        cg->ws_regs_producer = 40;
-        cg->ws_regs_consumer = inc;
-    }
+    cg_ws_registers(cg->warps, &cg->ws_regs_producer, &cg->ws_regs_consumer);
     return true;
 }
 

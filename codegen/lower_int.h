@@ -106,6 +106,14 @@ LLVMValueRef cg_const_int(Cg *cg, LLVMTypeRef t, int64_t v);
 LLVMValueRef cg_thread_offset(Cg *cg, const Layout *L);
 /* Coordinate of dim k held in register r (i32). */
 LLVMValueRef cg_coord(Cg *cg, const Layout *L, LLVMValueRef thread_off, uint32_t r, int k);
+/* The setmaxnreg split of a warp-specialized kernel with `warps` consumer warps and
+ * a producer warpgroup.  One CTA of 32 (warps + 4) threads may have R0 = 65536 /
+ * threads registers a thread (rounded down to setmaxnreg's multiple of 8, at most
+ * 248: ptxas's 255); the producer warpgroup keeps 40 and the consumers take what
+ * that frees, within the CTA's pool: 128 * 40 + 32 warps * consumer <= threads * R0
+ * (40 / 232 at 8 consumer warps).  Where that is no more than R0 (4 consumer warps:
+ * 248 already), both are 0: the registers stay as they are. */
+void cg_ws_registers(int warps, int *producer, int *consumer);
 /* Every thread of the CTA waits for the others (bar.sync 0); in a warp-specialized
  * kernel, once the producer has branched off (ws_split), every consumer thread
  * (bar.sync 1 with the consumers' thread count: the producer never arrives). */
