@@ -12,7 +12,7 @@
  * compute, and arrive on "empty" instead of a CTA-wide bar.sync.  The producer
  * needs few registers, so it gives them back (setmaxnreg.dec to 40) and the
  * consumers take them (setmaxnreg.inc; 232 with two consumer warpgroups at 384
- * threads: codegen/lower.c, ws_plan).  What the program computes is unchanged:
+ * threads: cg_ws_registers, codegen/lower.c).  What the program computes is unchanged:
  * the same dots in the same order on the same tiles, only who issues the copies
  * and how stages are handed back differ, so results are bit-identical to the
  * pipelined loop's.
@@ -35,11 +35,11 @@
  * The producer branches off at the very start of the kernel and returns at the
  * end of its loop, so it runs none of the consumers' code, and the consumers'
  * barriers (bar.sync 1 with their thread count, from the branch on) never wait
- * for it.  Everything the producer needs (the loop bounds, the tiles' offsets,
- * whether TMA could describe the tensors) is recomputed in its branch from
- * kernel parameters: only pure scalar ops of the kernel body (program ids,
- * shapes, constants, arithmetic, tma_ready) are cloned there, so no value
- * crosses from one role to the other but through shared memory.
+ * for it.  Everything the producer needs (the loop bounds, the tiles' offsets)
+ * is recomputed in its branch from kernel parameters: only pure scalar ops of
+ * the kernel body (program ids, shapes, constants, arithmetic) are cloned
+ * there, so no value crosses from one role to the other but through shared
+ * memory.
  *
  * Algorithm, for the first loop marked warp_specialize (the FOR flag from the
  * source hint `pipeline(S) warp_specialize`) that pipeline_expand expanded:
@@ -71,7 +71,9 @@
  *      dots that complete at once releases stage i % S.  The last stages are
  *      never released: the producer loads no more.
  * Counting: the producer's load of iteration i >= S waits for the release of
- * iteration i - S, which the consumer gives in iteration i - S + 1 <= n - 1.
+ * iteration i - S, which the consumer gives in iteration i - S + 1 <= n - 1 (in
+ * iteration i - S itself where no dot stays in flight): the producer never waits
+ * for a release that does not come.
  *
  * When the compiler chooses it: only where the source asks, until measurements
  * on the GPU (bench/gemm.py, the `ws` rows) show where it pays.
