@@ -5,15 +5,18 @@
 # loads and how stages are handed back, never the dots or their order.  One line per
 # pair; exit 1 on any difference, 77 where no GPU is found.
 set -uo pipefail
+# In the repository: tests/gpu/ws-bits.sh build/tools/tilec; in the GPU bundle (.gpu/):
+# src/gpu/ws-bits.sh bin/tilec.
 TILEC=${1:-build/tools/tilec}
-root=$(cd "$(dirname "$0")/../.." && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -d "$here/../stdlib" ]; then stdlib=$here/../stdlib; else stdlib=$here/../../stdlib; fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ws-bits.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 pair() { # pair FILE KERNEL ARGS...: KERNEL and KERNEL_ws
   local file=$1 kern=$2; shift 2
   for k in "$kern" "${kern}_ws"; do
-    if ! "$TILEC" run "$root/stdlib/$file" --kernel "$k" --device --seed 7 "$@" --out "C=$tmp/$k.npy" \
+    if ! "$TILEC" run "$stdlib/$file" --kernel "$k" --device --seed 7 "$@" --out "C=$tmp/$k.npy" \
         >"$tmp/$k.log" 2>&1; then
       if grep -qi "no GPU\|no CUDA\|libcuda" "$tmp/$k.log"; then echo "SKIP $kern: no GPU"; exit 77; fi
       echo "FAIL $k: did not run"; cat "$tmp/$k.log"; fail=1; return
@@ -30,7 +33,7 @@ pair fp8_gemm.tile fp8_gemm_blockscale A=f8e4m3[1000,1200] As=f32[1000,10] B=f8e
   C=bf16[1000,1100]
 # no fallback loop: a tensor TMA cannot describe (B's rows of 130 bf16 = 260 bytes, not a
 # multiple of 16) is refused at launch with an error naming the argument; the plain kernel runs
-if "$TILEC" run "$root/stdlib/gemm.tile" --kernel gemm_ws --device A=bf16[100,64] B=bf16[64,130] C=bf16[100,130] \
+if "$TILEC" run "$stdlib/gemm.tile" --kernel gemm_ws --device A=bf16[100,64] B=bf16[64,130] C=bf16[100,130] \
     >"$tmp/refuse.log" 2>&1; then
   echo "FAIL gemm_ws ran on B with a 260-byte row stride (no fallback: it must refuse)"; fail=1
 elif grep -q "argument 1 ('B'), TMA descriptor" "$tmp/refuse.log"; then
@@ -38,7 +41,7 @@ elif grep -q "argument 1 ('B'), TMA descriptor" "$tmp/refuse.log"; then
 else
   echo "FAIL gemm_ws on a 260-byte row stride: not the TMA error"; cat "$tmp/refuse.log"; fail=1
 fi
-if "$TILEC" run "$root/stdlib/gemm.tile" --kernel gemm --device --check A=bf16[100,64] B=bf16[64,130] C=bf16[100,130] \
+if "$TILEC" run "$stdlib/gemm.tile" --kernel gemm --device --check A=bf16[100,64] B=bf16[64,130] C=bf16[100,130] \
     --rtol 1e-2 --atol 1e-2 >"$tmp/plain.log" 2>&1; then
   echo "PASS gemm (its fallback loop) on the same arguments"
 else
