@@ -4,7 +4,7 @@
 Run on the GPU machine, from the bundle that scripts/gpu-bundle.sh stages (`cd .gpu`):
     python3 bench/gemm.py --tilec bin/tilec --lib lib/libtilert.so --root src [--out gemm.md]
         [--only bf16,fp8,blockscale] [--shapes 4096x4096x4096,128x4096x7168] [--iters 50]
-        [--tiles bf16=128x128x64,fp8=128x128x128,blockscale=128x128] [--sweep]
+        [--tiles bf16=128x128x64,fp8=128x128x128,blockscale=128x128] [--sweep] [--ws]
 or `BENCH_GEMM=1 ./gpu-check` (tests/gpu/gpu-check), which writes the table to $OUT/gemm-bench.md.
 
 What runs, shape by shape (M x N x K; C[M, N] = A[M, K] B):
@@ -30,6 +30,10 @@ tilec (once per specialization), loaded through libtilert (ctypes) and launched 
 stream on tensors torch allocated; random inputs (never all zeros); warm-up runs, then --iters timed
 runs, each after an L2 flush (a 256 MiB write) outside the timed region; CUDA events; medians;
 tilec and the baseline alternate run by run.
+
+--ws adds the warp-specialized kernels (stdlib *_ws: the same loop with the hint warp_specialize, a
+producer warpgroup issuing the TMA loads, lang/PIPELINING.md), each a row with its plain kernel's
+tiles and the same baseline and check, so the two compare directly.
 
 Tiles: per shape, the first candidate (largest first) that gives at least --min-ctas programs
 (default: 3/4 of the SMs), else the smallest; a specialization that does not compile falls back
@@ -341,7 +345,7 @@ def run_tiles(b, rows, kind, kernel, shape, dtype, cands, body):
     body.run(k, config); then (not with --sweep, whose candidates include them) the model's plan
     (python/tilec/stdlib.py's gemm_plan) when it is another configuration: a row of its own."""
     configs = cands if b.sweep else [plain(t) for t in cands]
-    if "_persistent" in kernel:   # no split-K or swap-AB form
+    if "_persistent" in kernel or kernel.endswith("_ws"):   # no split-K or swap-AB form
         configs = [cf for cf in configs if cf[0] == "" and cf[2] == 1]
     errors = []
     ran = False
@@ -360,7 +364,7 @@ def run_tiles(b, rows, kind, kernel, shape, dtype, cands, body):
             break
     if not ran:
         rows.fail(kernel, shape, dtype, "/".join(config_text(c) for c in configs), errors[-1] if errors else "no tiles")
-    if b.sweep or not b.plan or "_persistent" in kernel:
+    if b.sweep or not b.plan or "_persistent" in kernel or kernel.endswith("_ws"):
         return
     c = plan_config(kind, shape, b.sms)
     if c == plain(cands[0]):
@@ -394,11 +398,14 @@ def bench_bf16(b, rows, shape, cands):
     a = rand([m, k], torch.bfloat16)
     w = rand([n, k], torch.bfloat16)       # gemm_nt's B: [N, K]
     bt = w.t().contiguous()                 # gemm's B: [K, N], the same matrix
-    for kernel, bmat, base_fn, base_name in (
-            ("gemm_nt", w, lambda: torch.matmul(a, w.t()), "torch.matmul(a, w.t())"),
-            ("gemm_nt_persistent", w, lambda: torch.matmul(a, w.t()), "torch.matmul(a, w.t())"),
-            ("gemm_nt_persistent_flat", w, lambda: torch.matmul(a, w.t()), "torch.matmul(a, w.t())"),
-            ("gemm", bt, lambda: torch.matmul(a, bt), "torch.matmul(a, b)")):
+    kernels = [("gemm_nt", w, lambda: torch.matmul(a, w.t()), "torch.matmul(a, w.t())"),
+               ("gemm_nt_persistent", w, lambda: torch.matmul(a, w.t()), "torch.matmul(a, w.t())"),
+               ("gemm_nt_persistent_flat", w, lambda: torch.matmul(a, w.t()), "torch.matmul(a, w.t())"),
+               ("gemm", bt, lambda: torch.matmul(a, bt), "torch.matmul(a, b)")]
+    if b.ws:    # the warp-specialized forms (a producer warpgroup issues the TMA loads), same tiles
+        kernels[1:1] = [("gemm_nt_ws", w, lambda: torch.matmul(a, w.t()), "torch.matmul(a, w.t())")]
+        kernels.append(("gemm_ws", bt, lambda: torch.matmul(a, bt), "torch.matmul(a, b)"))
+    for kernel, bmat, base_fn, base_name in kernels:
         ref = base_fn()
         c = torch.empty([m, n], device="cuda", dtype=torch.bfloat16)
 
@@ -439,24 +446,25 @@ def bench_fp8(b, rows, shape, cands):
     ref = base_fn()
     c = torch.empty([m, n], device="cuda", dtype=torch.bfloat16)
 
-    class Body:
-        @staticmethod
-        def compile(cf):
-            t = cf[1]
-            return b.compile(src, "fp8_gemm" + cf[0], {"BM": t[0], "BN": t[1], "BK": t[2]})
+    for kernel in ["fp8_gemm"] + (["fp8_gemm_ws"] if b.ws else []):
+        class Body:
+            @staticmethod
+            def compile(cf):
+                t = cf[1]
+                return b.compile(src, kernel + cf[0], {"BM": t[0], "BN": t[1], "BK": t[2]})
 
-        @staticmethod
-        def run(kk, cf):
-            go, _ = split_launcher(b, kk, [tensor_arg(a), tensor_arg(w), ptr_arg(sa), ptr_arg(sb)], cf, c, src,
-                                   "fp8_splitk_reduce", {})
-            c.fill_(float("nan"))
-            go()
-            torch.cuda.synchronize()
-            ok, text = rel_check(c, ref, "fp8")
-            (tm, _, _), (bm, _, _) = b.timer.compare([go, base_fn])
-            rows.add("fp8_gemm" + cf[0], shape, "e4m3", config_text(cf), tm, "torch._scaled_mm (per-tensor)", bm,
-                     ok, text)
-    run_tiles(b, rows, "fp8", "fp8_gemm", shape, "e4m3", cands, Body)
+            @staticmethod
+            def run(kk, cf):
+                go, _ = split_launcher(b, kk, [tensor_arg(a), tensor_arg(w), ptr_arg(sa), ptr_arg(sb)], cf, c, src,
+                                       "fp8_splitk_reduce", {})
+                c.fill_(float("nan"))
+                go()
+                torch.cuda.synchronize()
+                ok, text = rel_check(c, ref, "fp8")
+                (tm, _, _), (bm, _, _) = b.timer.compare([go, base_fn])
+                rows.add(kernel + cf[0], shape, "e4m3", config_text(cf), tm, "torch._scaled_mm (per-tensor)", bm,
+                         ok, text)
+        run_tiles(b, rows, "fp8", kernel, shape, "e4m3", cands, Body)
 
 
 def bench_blockscale(b, rows, shape, cands):
@@ -496,29 +504,30 @@ def bench_blockscale(b, rows, shape, cands):
     published = "DeepGEMM H800: %d TFLOP/s" % pub if pub else ""
     c = torch.empty([m, n], device="cuda", dtype=torch.bfloat16)
 
-    class Body:
-        @staticmethod
-        def compile(cf):
-            t = cf[1]
-            return b.compile(src, "fp8_gemm_blockscale" + cf[0], {"BM": t[0], "BN": t[1]})
+    for kernel in ["fp8_gemm_blockscale"] + (["fp8_gemm_blockscale_ws"] if b.ws else []):
+        class Body:
+            @staticmethod
+            def compile(cf):
+                t = cf[1]
+                return b.compile(src, kernel + cf[0], {"BM": t[0], "BN": t[1]})
 
-        @staticmethod
-        def run(kk, cf):
-            go, _ = split_launcher(b, kk, [tensor_arg(a), tensor_arg(sa), tensor_arg(w), tensor_arg(sw)], cf, c, src,
-                                   "fp8_splitk_reduce", {})
-            c.fill_(float("nan"))
-            go()
-            torch.cuda.synchronize()
-            ok, text = rel_check(c, ref, "blockscale")
-            if base_fn is None:
-                (tm, _, _), = b.timer.compare([go])
-                bm = None
-            else:
-                (tm, _, _), (bm, _, _) = b.timer.compare([go, base_fn])
-            tf = 2.0 * m * n * k / (tm * 1e-6) / 1e12
-            rows.add("fp8_gemm_blockscale" + cf[0], shape, "e4m3", config_text(cf), tm, base_name, bm, ok, text,
-                     published + (" (tilec %.2fx)" % (tf / pub) if pub else ""))
-    run_tiles(b, rows, "blockscale", "fp8_gemm_blockscale", shape, "e4m3", cands, Body)
+            @staticmethod
+            def run(kk, cf):
+                go, _ = split_launcher(b, kk, [tensor_arg(a), tensor_arg(sa), tensor_arg(w), tensor_arg(sw)], cf, c,
+                                       src, "fp8_splitk_reduce", {})
+                c.fill_(float("nan"))
+                go()
+                torch.cuda.synchronize()
+                ok, text = rel_check(c, ref, "blockscale")
+                if base_fn is None:
+                    (tm, _, _), = b.timer.compare([go])
+                    bm = None
+                else:
+                    (tm, _, _), (bm, _, _) = b.timer.compare([go, base_fn])
+                tf = 2.0 * m * n * k / (tm * 1e-6) / 1e12
+                rows.add(kernel + cf[0], shape, "e4m3", config_text(cf), tm, base_name, bm, ok, text,
+                         published + (" (tilec %.2fx)" % (tf / pub) if pub else ""))
+        run_tiles(b, rows, "blockscale", kernel, shape, "e4m3", cands, Body)
     del ref
 
 
@@ -552,6 +561,9 @@ def main():
     p.add_argument("--min-ctas", type=int, default=0, help="programs a tile must give to be picked "
                    "(default: 3/4 of the SMs)")
     p.add_argument("--out", default="", help="also write the table (markdown) to this file")
+    p.add_argument("--ws", action="store_true", help="also the warp-specialized kernels (gemm_nt_ws, gemm_ws, "
+                   "fp8_gemm_ws, fp8_gemm_blockscale_ws: a producer warpgroup issues the TMA loads), each with "
+                   "the tiles its plain kernel got, a row of its own")
     args = p.parse_args()
 
     kinds = [x for x in args.only.split(",") if x]
@@ -567,6 +579,7 @@ def main():
     b.root = args.root
     b.sweep = args.sweep
     b.plan = not args.no_plan
+    b.ws = args.ws
     rows = Rows()
     props = torch.cuda.get_device_properties(0)
     min_ctas = args.min_ctas or (props.multi_processor_count * 3) // 4

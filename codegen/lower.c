@@ -127,6 +127,13 @@ LLVMValueRef cg_coord(Cg *cg, const Layout *L, LLVMValueRef thread_off, uint32_t
 
 void cg_barrier(Cg *cg)
 {
+    TL_ASSERT(!cg->elect_tid, "codegen"); /* the producer branch holds no op that syncs the CTA */
+    if (cg->ws_split) {
+        char text[64];
+        snprintf(text, sizeof text, "bar.sync 1, %d;", 32 * cg->warps);
+        cg_asm_void(cg, text);
+        return;
+    }
     cg_call_intrinsic(cg, "llvm.nvvm.barrier0", cg->vd, NULL, 0);
 }
 
@@ -149,7 +156,7 @@ LLVMBasicBlockRef cg_thread0(Cg *cg)
 {
     LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "thread0");
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "thread0.done");
-    LLVMValueRef is0 = LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, LLVMConstInt(cg->i32, 0, 0), "");
+    LLVMValueRef is0 = LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, LLVMConstInt(cg->i32, cg->elect_tid, 0), "");
     LLVMBuildCondBr(cg->b, is0, one, join);
     LLVMPositionBuilderAtEnd(cg->b, one);
     return join;
@@ -901,10 +908,54 @@ void cg_lower_FOR(Cg *cg, uint32_t opid, IrOp *op)
     define_from_phis(cg, res, rphis, nc);
 }
 
+/* The IF on PRODUCER_WARP (passes/warp_specialize.c): the producer warpgroup
+ * gives registers back (setmaxnreg.dec, all four warps), then its first warp runs
+ * the then-branch, lane 0 issuing the copies (elect_tid), and every producer
+ * thread returns: it never reaches the consumers' code, whose barriers count the
+ * consumers only from here on (ws_split).  The consumers take the registers
+ * (setmaxnreg.inc) and run the else-branch (empty) and the rest of the kernel. */
+static void lower_producer_if(Cg *cg, IrOp *op)
+{
+    LLVMValueRef W = LLVMConstInt(cg->i32, (unsigned)cg->warps, 0);
+    LLVMValueRef is_p = LLVMBuildICmp(cg->b, LLVMIntUGE, cg->warp, W, "producer");
+    LLVMBasicBlockRef prod = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "producer");
+    LLVMBasicBlockRef issue = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "producer.warp");
+    LLVMBasicBlockRef leave = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "producer.exit");
+    LLVMBasicBlockRef cons = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "consumer");
+    LLVMBuildCondBr(cg->b, is_p, prod, cons);
+    char text[64];
+    LLVMPositionBuilderAtEnd(cg->b, prod);
+    if (cg->ws_regs_producer) {
+        snprintf(text, sizeof text, "setmaxnreg.dec.sync.aligned.u32 %d;", cg->ws_regs_producer);
+        cg_asm_void(cg, text);
+    }
+    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, cg->warp, W, ""), issue, leave);
+    LLVMPositionBuilderAtEnd(cg->b, issue);
+    cg->elect_tid = 32u * (uint32_t)cg->warps;
+    uint32_t term = lower_block(cg, op->region[0]);
+    cg->elect_tid = 0;
+    if (term == UINT32_MAX) return;
+    LLVMBuildBr(cg->b, leave);
+    LLVMPositionBuilderAtEnd(cg->b, leave);
+    LLVMBuildRetVoid(cg->b);
+    LLVMPositionBuilderAtEnd(cg->b, cons);
+    cg->ws_split = true;
+    if (cg->ws_regs_consumer) {
+        snprintf(text, sizeof text, "setmaxnreg.inc.sync.aligned.u32 %d;", cg->ws_regs_consumer);
+        cg_asm_void(cg, text);
+    }
+    lower_block(cg, op->region[1]);
+}
+
 void cg_lower_IF(Cg *cg, uint32_t opid, IrOp *op)
 {
     (void)opid;
     IrFunc *f = cg->f;
+    uint32_t cd = ir_def(f, ir_opnd(f, op, 0));
+    if (cd != UINT32_MAX && ir_op(f, cd)->opc == IR_PRODUCER_WARP) {
+        lower_producer_if(cg, op);
+        return;
+    }
     uint32_t nr = op->nres;
     IrVal *res = ARENA_ARRAY(cg->scratch, IrVal, nr ? nr : 1);
     for (uint32_t i = 0; i < nr; i++) res[i] = ir_res(op, i);
@@ -1042,6 +1093,35 @@ static void add_grid_constants(Cg *cg, const unsigned *idx, unsigned n)
     LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations", LLVMMDNodeInContext(cg->ctx, md, 3));
 }
 
+/* A warp-specialized kernel: its consumers are whole warpgroups (ws_plan), and
+ * the register split (cg_ws_registers, lower_int.h). */
+void cg_ws_registers(int warps, int *producer, int *consumer)
+{
+    int threads = 32 * (warps + 4);
+    int r0 = (65536 / threads) & ~7;
+    if (r0 > 248) r0 = 248;
+    int inc = ((threads * r0 - 128 * 40) / (32 * warps)) & ~7;
+    if (inc > 248) inc = 248;
+    *producer = inc > r0 ? 40 : 0;
+    *consumer = inc > r0 ? inc : 0;
+}
+
+static bool ws_plan(Cg *cg)
+{
+    if (cg->warps % 4 != 0 || cg->warps + 4 > 32) {
+        diag_error(cg->d, cg->f->loc, "'%s': warp_specialize needs whole consumer warpgroups (a multiple of 4 warps, "
+                   "at most 28), and the kernel has %d warps", cg->f->source_name, cg->warps);
+        return false;
+    }
+    if (!ir_target_has(cg->target->arch, IR_TGT_WGMMA)) {
+        diag_error(cg->d, cg->f->loc, "'%s': warp_specialize needs sm_90a (setmaxnreg, TMA, wgmma), compiling for %s",
+                   cg->f->source_name, cg->target->arch->name);
+        return false;
+    }
+    cg_ws_registers(cg->warps, &cg->ws_regs_producer, &cg->ws_regs_consumer);
+    return true;
+}
+
 bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod, Arena *scratch,
                    CgKernelFacts *facts, Diag *d)
 {
@@ -1062,7 +1142,9 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
     ir_free_values(f, cg->free_);
 
     memset(facts, 0, sizeof *facts);
-    facts->warps = cg->warps;
+    for (uint32_t i = 0; i < f->nops; i++) cg->ws |= !f->ops[i].dead && f->ops[i].opc == IR_PRODUCER_WARP;
+    if (cg->ws && !ws_plan(cg)) return false;
+    facts->warps = cg->warps + (cg->ws ? 4 : 0);
 
     /* 1. the signature: views expand to pointer, shape[N], stride[N], descriptors */
     if (!cg_async_plan(cg)) return false;
@@ -1088,7 +1170,7 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
     cg->fn = LLVMAddFunction(cg->mod, f->name, fty);
     LLVMSetFunctionCallConv(cg->fn, 71 /* PTX_Kernel */);
     add_annotation(cg, "kernel", 1);
-    add_annotation(cg, "maxntidx", 32 * cg->warps);
+    add_annotation(cg, "maxntidx", 32 * facts->warps);
     if (cg->ntma) {
         /* each descriptor: .param .align 64 .b8 NAME[128], passed by value */
         LLVMAttributeRef by = LLVMCreateTypeAttribute(cg->ctx, LLVMGetEnumAttributeKindForName("byval", 5),
@@ -1103,8 +1185,8 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
         add_grid_constants(cg, desc_idx, cg->ntma);
     }
     CgOccupancy occ;
-    int min_ctas = cg_min_ctas(f, t->arch, cg->warps, &occ);
-    if (min_ctas > 1) add_annotation(cg, "minctasm", min_ctas);
+    int min_ctas = cg_min_ctas(f, t->arch, facts->warps, &occ);
+    if (min_ctas > 1 && !cg->ws) add_annotation(cg, "minctasm", min_ctas); /* specialized: one CTA an SM */
     cg->b = LLVMCreateBuilderInContext(cg->ctx);
     if (t->lineinfo) init_debug(cg, f->mod->file);
     LLVMPositionBuilderAtEnd(cg->b, LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "entry"));

@@ -46,6 +46,14 @@
  *                 DOT elsewhere completes synchronously).
  *    TMA_READY    whether every descriptor of the view has a nonzero byte: a map
  *                 the driver built always does, the launcher's fallback is zeros.
+ *    warp specialization (passes/warp_specialize.c; the producer's branch is lowered in
+ *    lower.c): a buffer that ASYNC_ACQUIRE / ASYNC_RELEASE name has a second
+ *    mbarrier per stage, "empty", initialised with the SMEM_ALLOC's to one arrival
+ *    of every consumer thread (32 warps);
+ *    ASYNC_ACQUIRE  the producer warp spins on the stage's "empty" barrier
+ *                 (try_wait.parity); its ASYNC_LOADs are issued by its lane 0
+ *                 (cg->elect_tid), not thread 0;
+ *    ASYNC_RELEASE  every consumer thread arrives on the stage's "empty" barrier.
  *    BLOCK_STORE  (a TMA store; lower_mem.c calls cg_tma_store) per group of
  *                 column strips (normally all): a barrier, every thread's pairs
  *                 into the scratch area in the staging layout (st.shared, the
@@ -356,9 +364,15 @@ bool cg_async_plan(Cg *cg)
             if (!plan_buffer(cg, op, &cg->bufs[cg->nbufs], &off)) return false;
             cg->async_idx[i] = cg->nbufs++;
         }
+        for (uint32_t i = 0; i < f->nops; i++) { /* stages a producer acquires: their "empty" barriers too */
+            IrOp *op = &f->ops[i];
+            if (op->dead || (op->opc != IR_ASYNC_ACQUIRE && op->opc != IR_ASYNC_RELEASE)) continue;
+            uint32_t d = ir_def(f, ir_opnd(f, op, 0));
+            cg->bufs[cg->async_idx[d]].ws = true;
+        }
         for (uint32_t k = 0; k < cg->nbufs; k++) {
             cg->bufs[k].bar_off = off;
-            off += 8 * cg->bufs[k].stages;
+            off += (cg->bufs[k].ws ? 16 : 8) * cg->bufs[k].stages;
         }
         cg->buf_bytes = (off + 127) & ~127u; /* the scratch area after them keeps __tilec_smem's alignment */
     }
@@ -423,13 +437,28 @@ static LLVMValueRef bar32(Cg *cg, const CgBuf *b, LLVMValueRef stage)
     return LLVMBuildAdd(cg->b, cg->bufs_base32, off, "bar");
 }
 
-/* Thread 0 only: each stage barrier of b initialised to one arrival (invalidated first: again). */
+/* The "empty" barrier of stage `stage` of a warp-specialized buffer. */
+static LLVMValueRef empty32(Cg *cg, const CgBuf *b, LLVMValueRef stage)
+{
+    TL_ASSERT(b->ws, "codegen");
+    return bar32(cg, b, LLVMBuildAdd(cg->b, stage, k32(cg, b->stages), ""));
+}
+
+/* Thread 0 only: each stage barrier of b initialised to one arrival (invalidated
+ * first: again); a warp-specialized buffer's "empty" barriers to one arrival of
+ * every consumer thread. */
 static void init_barriers(Cg *cg, const CgBuf *b, bool again)
 {
+    char text[96];
     for (uint32_t s = 0; s < b->stages; s++) {
         LLVMValueRef a = bar32(cg, b, k32(cg, s));
         if (again) asm_call(cg, "mbarrier.inval.shared::cta.b64 [$0];", "r,~{memory}", &a, 1);
         asm_call(cg, "mbarrier.init.shared::cta.b64 [$0], 1;", "r,~{memory}", &a, 1);
+        if (!b->ws) continue;
+        LLVMValueRef e = empty32(cg, b, k32(cg, s));
+        if (again) asm_call(cg, "mbarrier.inval.shared::cta.b64 [$0];", "r,~{memory}", &e, 1);
+        snprintf(text, sizeof text, "mbarrier.init.shared::cta.b64 [$0], %d;", 32 * cg->warps);
+        asm_call(cg, text, "r,~{memory}", &e, 1);
     }
 }
 
@@ -631,6 +660,37 @@ void cg_lower_DOT_WAIT(Cg *cg, uint32_t opid, IrOp *op)
     cg_value_as(cg, x, L, out);
     *cv = saved;
     cg_define(cg, res, out, n);
+}
+
+/* The producer branch of a warp-specialized kernel (codegen/lower.c runs it in
+ * one warp): the stage is free again once every consumer thread released it. */
+void cg_lower_ASYNC_ACQUIRE(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    IrFunc *f = cg->f;
+    LLVMValueRef a[2] = {empty32(cg, buf_of(cg, ir_opnd(f, op, 0)), as_i32(cg, ir_opnd(f, op, 1))),
+                         as_i32(cg, ir_opnd(f, op, 2))};
+    asm_call(cg, "{\n.reg .pred done;\nLAB_ACQ:\nmbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+                 "@!done bra LAB_ACQ;\n}", "r,r,~{memory}", a, 2);
+}
+
+/* Every consumer thread: its reads of the stage are done (the dots that read it
+ * have completed), so the producer may refill it. */
+void cg_lower_ASYNC_RELEASE(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    IrFunc *f = cg->f;
+    LLVMValueRef e = empty32(cg, buf_of(cg, ir_opnd(f, op, 0)), as_i32(cg, ir_opnd(f, op, 1)));
+    asm_call(cg, "{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [$0];\n}", "r,~{memory}", &e, 1);
+}
+
+/* Only the condition of the producer's IF, which lower.c lowers itself (the
+ * value, should anything else read it: whether this thread is a producer's). */
+void cg_lower_PRODUCER_WARP(Cg *cg, uint32_t opid, IrOp *op)
+{
+    (void)opid;
+    LLVMValueRef p = LLVMBuildICmp(cg->b, LLVMIntUGE, cg->warp, k32(cg, (uint32_t)cg->warps), "");
+    cg_define(cg, ir_res(op, 0), &p, 1);
 }
 
 /* i1: descriptor j is a map (any of its 128 bytes set), not the launcher's zeros. */

@@ -43,7 +43,14 @@ typedef struct Cg {
     LLVMMetadataRef di_file, di_sp;
     CgVal *vals;                 /* indexed by IrVal */
     uint8_t *free_;              /* per value: free (ir_free_values): rebuilt in any layout */
-    int warps;
+    int warps;                   /* the warps the layouts use (the consumers, in a warp-specialized kernel) */
+    /* warp specialization (passes/warp_specialize.c): one more warpgroup, warps
+     * warps .. warps + 3, whose warp `warps` is the producer */
+    bool ws;                     /* the kernel has a PRODUCER_WARP branch */
+    bool ws_split;               /* lowering code after it: only the consumer warps run here, so
+                                  * cg_barrier syncs them alone (a named barrier) */
+    uint32_t elect_tid;          /* the thread cg_thread0 picks: 0, or the producer warp's lane 0 */
+    int ws_regs_producer, ws_regs_consumer; /* setmaxnreg targets; 0: none (nothing to gain) */
     LLVMValueRef tid, lane, warp; /* i32, computed in the entry block */
     LLVMValueRef smem;           /* the scratch area of dynamic shared memory (addrspace 3) */
     uint32_t smem_bytes;         /* scratch shared memory the function needs */
@@ -99,6 +106,17 @@ LLVMValueRef cg_const_int(Cg *cg, LLVMTypeRef t, int64_t v);
 LLVMValueRef cg_thread_offset(Cg *cg, const Layout *L);
 /* Coordinate of dim k held in register r (i32). */
 LLVMValueRef cg_coord(Cg *cg, const Layout *L, LLVMValueRef thread_off, uint32_t r, int k);
+/* The setmaxnreg split of a warp-specialized kernel with `warps` consumer warps and
+ * a producer warpgroup.  One CTA of 32 (warps + 4) threads may have R0 = 65536 /
+ * threads registers a thread (rounded down to setmaxnreg's multiple of 8, at most
+ * 248: ptxas's 255); the producer warpgroup keeps 40 and the consumers take what
+ * that frees, within the CTA's pool: 128 * 40 + 32 warps * consumer <= threads * R0
+ * (40 / 232 at 8 consumer warps).  Where that is no more than R0 (4 consumer warps:
+ * 248 already), both are 0: the registers stay as they are. */
+void cg_ws_registers(int warps, int *producer, int *consumer);
+/* Every thread of the CTA waits for the others (bar.sync 0); in a warp-specialized
+ * kernel, once the producer has branched off (ws_split), every consumer thread
+ * (bar.sync 1 with the consumers' thread count: the producer never arrives). */
 void cg_barrier(Cg *cg);
 /* A pointer to byte `off` of the shared scratch area (reserving `bytes` bytes from 0).
  * Every user of the area starts with a barrier (cg_barrier) before it writes: the
@@ -107,8 +125,10 @@ void cg_barrier(Cg *cg);
 LLVMValueRef cg_smem(Cg *cg, uint32_t bytes);
 /* Inline PTX without operands or results that touches memory (a fence). */
 void cg_asm_void(Cg *cg, const char *text);
-/* Branches so that only thread 0 runs what is built next; returns the block where
- * all threads meet again (the caller branches there and continues in it). */
+/* Branches so that only thread 0 (cg->elect_tid: in the producer branch of a
+ * warp-specialized kernel, the producer warp's lane 0) runs what is built next;
+ * returns the block where all threads meet again (the caller branches there and
+ * continues in it). */
 LLVMBasicBlockRef cg_thread0(Cg *cg);
 
 /* lower.c: v's registers in layout L: rebuilt from its expression when v is
@@ -178,6 +198,8 @@ typedef struct CgBuf {
     uint32_t stage_bytes;        /* the tile's bytes rounded up to 1024 */
     uint32_t bar_off;            /* stage s's mbarrier at bar_off + 8 s */
     bool again;                  /* the SMEM_ALLOC can run more than once (it is inside a loop) */
+    bool ws;                     /* a producer acquires its stages and consumers release them: one
+                                  * "empty" mbarrier per stage too, at bar_off + 8 (stages + s) */
     IrBlk parent;                /* the SMEM_ALLOC's block: the buffer is live there only */
 } CgBuf;
 /* The layout of one stage of buffer type `smem` (rank-2 tiles whose rows hold at

@@ -307,6 +307,7 @@ static void stmt(StrBuf *b, const AstNode *n, int indent)
             expr(b, n->b);
             sb_putc(b, ')');
         }
+        if (n->warp_specialize) sb_puts(b, " warp_specialize");
         stmts(b, "body", n->body, n->nbody, indent + 1);
         break;
     case AST_WHILE:

@@ -111,6 +111,7 @@ struct AstNode {
     AstNode **body, **els;      /* statement lists */
     uint32_t nbody, nels;
     bool has_else;
+    bool warp_specialize;       /* AST_FOR: the hint `warp_specialize` (after pipeline(b), or alone) */
     const char **names;         /* AST_LET tuple destructuring */
     SrcLoc *name_locs;
     uint32_t nnames;

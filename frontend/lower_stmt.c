@@ -206,6 +206,7 @@ static void lower_for(Lower *L, const AstNode *s)
     IrAttr attr;
     memset(&attr, 0, sizeof attr);
     attr.i = stages;
+    attr.j = s->warp_specialize ? IR_FOR_WARP_SPECIALIZE : 0;
     uint32_t op = ir_build(&L->b, IR_FOR, o, 3 + c.n, c.ty, c.n, &attr);
     IrBlk blk = ir_op(L->f, op)->region[0];
     IrVal iv = ir_block_add_arg(L->f, blk, ir_ty_scalar(dt));

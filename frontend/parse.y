@@ -47,6 +47,7 @@ typedef struct NodeList {
     AstNode **items;
     const char **names;         /* call arguments only: the name of each or NULL */
     uint32_t n, cap, depth;
+    bool warp_specialize;       /* opt_pipeline only: the loop hint `warp_specialize` */
 } NodeList;
 
 typedef struct ExprVal {
@@ -560,6 +561,7 @@ stmt
           $$->list = $6.items;
           $$->nlist = $6.n;
           $$->b = $8.n ? $8.items[0] : NULL;
+          $$->warp_specialize = $8.warp_specialize;
           $$->body = $9.items;
           $$->nbody = $9.n;
       }
@@ -628,6 +630,18 @@ opt_pipeline
           expect_word(st, $1, "pipeline", at(@1), "or '{' after the range of a for loop");
           $$ = (NodeList){0};
           add(st, &$$, $3);
+      }
+    | IDENT '(' expr ')' IDENT      {
+          expect_word(st, $1, "pipeline", at(@1), "or '{' after the range of a for loop");
+          expect_word(st, $5, "warp_specialize", at(@5), "or '{' after pipeline(...)");
+          $$ = (NodeList){0};
+          add(st, &$$, $3);
+          $$.warp_specialize = true;
+      }
+    | IDENT                         {
+          expect_word(st, $1, "warp_specialize", at(@1), "or pipeline(...) or '{' after the range of a for loop");
+          $$ = (NodeList){0};
+          $$.warp_specialize = true;
       }
     ;
 

@@ -1119,6 +1119,22 @@ static bool exec_TMA_READY(Interp *in, const IrOp *op)
     return true;
 }
 
+/* Warp-specialized IR (passes/warp_specialize.c) splits a program into threads
+ * that run at the same time and wait for each other (the producer fills a stage
+ * while the consumers read another); one program run from start to end cannot
+ * do that, so it is refused.  The annotation changes nothing the program
+ * computes: interpret the IR before the pass (what `tilec run --interp` does). */
+static bool ws_refused(Interp *in, const IrOp *op)
+{
+    return fail(in, op, "%s: warp-specialized IR (the warp_specialize pass's output) runs on the GPU only; the "
+                        "interpreter runs the IR before that pass, which computes the same results",
+                opname(op));
+}
+
+static bool exec_PRODUCER_WARP(Interp *in, const IrOp *op) { return ws_refused(in, op); }
+static bool exec_ASYNC_ACQUIRE(Interp *in, const IrOp *op) { return ws_refused(in, op); }
+static bool exec_ASYNC_RELEASE(Interp *in, const IrOp *op) { return ws_refused(in, op); }
+
 /* ORDER: generated from ops.def; every op must have its exec_ hook above. */
 #define OP(id, ...) [IR_##id] = exec_##id,
 static const ExecHook exec_hook[IR_NUM_OPS] = {

@@ -104,6 +104,12 @@ bool ir_opcode_from_name(const char *s, size_t n, IrOpcode *out);
 typedef enum IrCmp { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_COUNT } IrCmp;
 extern const char *const ir_cmp_name[CMP_COUNT];
 
+/* FOR's attr.j: flags (ops.def). */
+typedef enum IrForFlag {
+    IR_FOR_NO_STAGING = 1,        /* pipeline-expand stages no loop-invariant dot operand */
+    IR_FOR_WARP_SPECIALIZE = 2,   /* warp_specialize: a producer warpgroup feeds the pipelined loop */
+} IrForFlag;
+
 typedef uint32_t IrVal;
 typedef uint32_t IrBlk;
 #define IR_NONE 0u

@@ -816,9 +816,9 @@ static bool at_attrs(Parser *p)
 
 static void parse_attrs(Parser *p, IrOpcode opc, OpAttrs *oa)
 {
-    IrTextAttr at[2];
+    IrTextAttr at[IR_TEXT_MAX_ATTRS];
     int n = ir_text_attrs(opc, at);
-    bool seen[2] = {false, false}, seen_annot[2] = {false, false};
+    bool seen[IR_TEXT_MAX_ATTRS] = {false}, seen_annot[2] = {false, false};
     IrAttr *attr = &oa->a;
     if (is_punct(&p->tok, '{')) {
         next(p);
@@ -836,12 +836,14 @@ static void parse_attrs(Parser *p, IrOpcode opc, OpAttrs *oa)
             switch (at[k].kind) {
             case TA_AXIS: case TA_I_NONZERO: attr->i = expect_int(p, INT32_MIN, INT32_MAX, "an integer"); break;
             case TA_J: attr->j = expect_int(p, INT32_MIN, INT32_MAX, "an integer"); break;
-            case TA_J_FLAG:
-                if (is_word_tok(&p->tok, "true")) attr->j = 1;
-                else if (is_word_tok(&p->tok, "false")) attr->j = 0;
+            case TA_J_FLAG: {
+                int64_t bit = at[k].bit ? at[k].bit : 1;
+                if (is_word_tok(&p->tok, "true")) attr->j |= bit;
+                else if (is_word_tok(&p->tok, "false")) attr->j &= ~bit;
                 else ERR(p, p->tok.loc, "expected 'true' or 'false', found %s", describe(p, &p->tok));
                 next(p);
                 break;
+            }
             case TA_PERM:
                 expect(p, '[');
                 attr->nshape = 0;

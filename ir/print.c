@@ -225,12 +225,12 @@ static void put_types(Printer *p, const IrOp *op)
 /* The op's own attributes, then its schedule annotations, in one `{...}`. */
 static void put_attrs(Printer *p, const IrOp *op)
 {
-    IrTextAttr at[2];
+    IrTextAttr at[IR_TEXT_MAX_ATTRS];
     int n = ir_text_attrs((IrOpcode)op->opc, at);
     bool open = false;
     for (int k = 0; k < n; k++) {
         if (at[k].kind == TA_I_NONZERO && op->attr.i == 0) continue;
-        if (at[k].kind == TA_J_FLAG && op->attr.j == 0) continue;
+        if (at[k].kind == TA_J_FLAG && (op->attr.j & (at[k].bit ? at[k].bit : ~(int64_t)0)) == 0) continue;
         sb_puts(p->b, open ? ", " : " {");
         open = true;
         sb_printf(p->b, "%s = ", at[k].name);

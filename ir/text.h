@@ -13,7 +13,8 @@ typedef enum IrTextAttrKind {
     TA_AXIS,        /* attr.i, always printed as an integer */
     TA_J,           /* attr.j, always printed as an integer (TOPK's k) */
     TA_I_NONZERO,   /* attr.i, printed only when nonzero (FOR's stages, DOT's pending) */
-    TA_J_FLAG,      /* attr.j as true/false, printed only when true (SORT's descending) */
+    TA_J_FLAG,      /* bit `bit` of attr.j (0: the whole of attr.j) as true/false, printed only when
+                       true (SORT's descending, FOR's flags) */
     TA_PERM,        /* attr.shape[0..nshape) as [a, b, ...] */
     TA_STR,         /* attr.str as a quoted string */
 } IrTextAttrKind;
@@ -21,37 +22,42 @@ typedef enum IrTextAttrKind {
 typedef struct IrTextAttr {
     const char *name;
     IrTextAttrKind kind;
+    int64_t bit;    /* TA_J_FLAG: the flag's bit of attr.j; 0: attr.j is the flag */
 } IrTextAttr;
+
+/* The most named attributes one op has. */
+#define IR_TEXT_MAX_ATTRS 3
 
 /* Fills out[] with the op's named attributes in printing order; returns how many.
  * CONST's value and CMP's predicate are positional, not named, and not listed. */
-static inline int ir_text_attrs(IrOpcode opc, IrTextAttr out[2])
+static inline int ir_text_attrs(IrOpcode opc, IrTextAttr out[IR_TEXT_MAX_ATTRS])
 {
     switch (opc) {
     case IR_EXPAND_DIMS: case IR_PROGRAM_ID: case IR_NUM_PROGRAMS:
     case IR_REDUCE_SUM: case IR_REDUCE_MAX: case IR_REDUCE_MIN:
     case IR_ARGMAX: case IR_ARGMIN: case IR_CUMSUM:
-        out[0] = (IrTextAttr){"axis", TA_AXIS};
+        out[0] = (IrTextAttr){"axis", TA_AXIS, 0};
         return 1;
     case IR_VIEW_SHAPE: case IR_VIEW_STRIDE:
-        out[0] = (IrTextAttr){"dim", TA_AXIS};
+        out[0] = (IrTextAttr){"dim", TA_AXIS, 0};
         return 1;
     case IR_SORT:
-        out[0] = (IrTextAttr){"axis", TA_AXIS};
-        out[1] = (IrTextAttr){"descending", TA_J_FLAG};
+        out[0] = (IrTextAttr){"axis", TA_AXIS, 0};
+        out[1] = (IrTextAttr){"descending", TA_J_FLAG, 0};
         return 2;
     case IR_TOPK:
-        out[0] = (IrTextAttr){"axis", TA_AXIS};
-        out[1] = (IrTextAttr){"k", TA_J};
+        out[0] = (IrTextAttr){"axis", TA_AXIS, 0};
+        out[1] = (IrTextAttr){"k", TA_J, 0};
         return 2;
-    case IR_TRANS: out[0] = (IrTextAttr){"perm", TA_PERM}; return 1;
+    case IR_TRANS: out[0] = (IrTextAttr){"perm", TA_PERM, 0}; return 1;
     case IR_FOR:
-        out[0] = (IrTextAttr){"stages", TA_I_NONZERO};
-        out[1] = (IrTextAttr){"no_staging", TA_J_FLAG};
-        return 2;
-    case IR_DOT: out[0] = (IrTextAttr){"pending", TA_I_NONZERO}; return 1;
-    case IR_PRINT: out[0] = (IrTextAttr){"label", TA_STR}; return 1;
-    case IR_ASSERT: out[0] = (IrTextAttr){"msg", TA_STR}; return 1;
+        out[0] = (IrTextAttr){"stages", TA_I_NONZERO, 0};
+        out[1] = (IrTextAttr){"no_staging", TA_J_FLAG, IR_FOR_NO_STAGING};
+        out[2] = (IrTextAttr){"warp_specialize", TA_J_FLAG, IR_FOR_WARP_SPECIALIZE};
+        return 3;
+    case IR_DOT: out[0] = (IrTextAttr){"pending", TA_I_NONZERO, 0}; return 1;
+    case IR_PRINT: out[0] = (IrTextAttr){"label", TA_STR, 0}; return 1;
+    case IR_ASSERT: out[0] = (IrTextAttr){"msg", TA_STR, 0}; return 1;
     default: return 0;
     }
 }

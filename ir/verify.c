@@ -423,7 +423,15 @@ static bool check_op(Verifier *V, uint32_t id)
                   tystr(V, opty(V, op, i)));
         return true;
     }
-    case IR_ASYNC_WAIT: case IR_SMEM_READ:
+    case IR_PRODUCER_WARP:
+        CHECK(is_i1(r) && ir_ty_is_scalar(r), id, "result is %s, expected i1", tystr(V, r));
+        CHECK(op->parent == f->body, id, "producer_warp outside the kernel body (the producer branches off there)");
+        return true;
+    case IR_ASYNC_RELEASE:
+        CHECK(x.kind == TY_SMEM, id, "first operand is %s, not an smem buffer", tystr(V, x));
+        CHECK(is_int_scalar(opty(V, op, 1)), id, "operand 1 is %s, not an integer scalar", tystr(V, opty(V, op, 1)));
+        return true;
+    case IR_ASYNC_WAIT: case IR_SMEM_READ: case IR_ASYNC_ACQUIRE:
         CHECK(x.kind == TY_SMEM, id, "first operand is %s, not an smem buffer", tystr(V, x));
         for (uint32_t i = 1; i < op->nopnd; i++)
             CHECK(is_int_scalar(opty(V, op, i)), id, "operand %u is %s, not an integer scalar", i,

@@ -308,7 +308,7 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
         e.bufs[j] = ir_build1(&tb, IR_SMEM_ALLOC, NULL, 0, ir_ty_smem((DType)t.dt, S, t.rank, t.dims), NULL);
     }
     /* loop-invariant dot operands: into shared memory once, read in place by every iteration */
-    e.ninv = f->ops[loop].attr.j ? 0 : pipe_invariant_operands(f, loop, e.inv, 8);
+    e.ninv = (f->ops[loop].attr.j & IR_FOR_NO_STAGING) ? 0 : pipe_invariant_operands(f, loop, e.inv, 8);
     for (uint32_t j = 0; j < e.ninv; j++) {
         IrType t = ir_vty(f, e.inv[j]);
         uint32_t d = ir_def(f, e.inv[j]);
@@ -327,7 +327,7 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
     rtys[nc] = i32;
     IrAttr fa = L.attr;
     fa.i = S;
-    fa.j = 0;
+    fa.j &= IR_FOR_WARP_SPECIALIZE; /* staging is done; warp_specialize reads its flag */
     uint32_t nf = ir_build(&tb, IR_FOR, opnds, L.nopnd + 1, rtys, nc + 1, &fa);
     IrBlk nb = f->ops[nf].region[0];
     for (uint32_t a = 0; a < f->blocks[body].nargs; a++) {
@@ -392,7 +392,8 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
 
     clear_schedule(f, body);
     f->ops[loop].attr.i = 1;
-    if (!f->ops[loop].attr.j) stage_invariants_in_place(f, loop); /* after the pipelined copy is made */
+    if (!(f->ops[loop].attr.j & IR_FOR_NO_STAGING)) stage_invariants_in_place(f, loop); /* after the pipelined copy is made */
+    f->ops[loop].attr.j &= ~(int64_t)IR_FOR_WARP_SPECIALIZE; /* the fallback runs in the consumer warps as it is */
     cx->changed = true;
     free(pend);
     free(yv);

@@ -195,7 +195,7 @@ static void assign(IrFunc *f, uint32_t loop, void *vb)
             fixed = 0;
             stages = want;
             while (stages >= 2 && (uint64_t)stages * bytes > left) stages--;
-            f->ops[loop].attr.j = stages >= 2;
+            if (stages >= 2) f->ops[loop].attr.j |= IR_FOR_NO_STAGING;
         }
         if (stages >= 2) {
             for (uint32_t i = 0; i < ncand; i++) f->ops[cand[i]].latency = (uint8_t)(stages - 1);

@@ -278,6 +278,37 @@ def fp8_gemm():
     close("fp8_gemm_blockscale (1x128, 128x128)", r["C"], ref, 4e-3, 1e-3)
 
 
+def warp_specialized():
+    """The _ws kernels (loop hint warp_specialize) on the same inputs as their plain kernels: the
+    hint changes who issues the loads on the GPU, never the values, so the interpreter (which
+    ignores it) must give the same bits; the plain kernels' own checks hold the references."""
+    M, N, K = 70, 90, 300
+    cases = [
+        ("gemm.tile", "gemm", ["A=bf16[%d,%d]" % (M, K), "B=bf16[%d,%d]" % (K, N), "C=bf16[%d,%d]" % (M, N)],
+         ["A", "B"], ["BM=32", "BN=64", "BK=32"]),
+        ("gemm.tile", "gemm_nt", ["A=f16[%d,%d]" % (M, K), "B=f16[%d,%d]" % (N, K), "C=f32[%d,%d]" % (M, N)],
+         ["A", "B"], ["T=f16", "TC=f32", "BM=32", "BN=64", "BK=32"]),
+        ("fp8_gemm.tile", "fp8_gemm", ["A=f8e4m3[%d,%d]" % (M, K), "B=f8e4m3[%d,%d]" % (N, K), "scale_a=f32[1]",
+                                       "scale_b=f32[1]", "C=bf16[%d,%d]" % (M, N)],
+         ["A", "B", "scale_a", "scale_b"], ["BM=32", "BN=64", "BK=64"]),
+        ("fp8_gemm.tile", "fp8_gemm_blockscale",
+         ["A=f8e4m3[%d,%d]" % (M, K), "As=f32[%d,%d]" % (M, (K + 127) // 128), "B=f8e4m3[%d,%d]" % (N, K),
+          "Bs=f32[%d,%d]" % ((N + 127) // 128, (K + 127) // 128), "C=bf16[%d,%d]" % (M, N)],
+         ["A", "As", "B", "Bs"], ["BM=32", "BN=64"]),
+    ]
+    for src, kern, args, ins, defs in cases:
+        plain = run(src, kern, args, ins + ["C"], defs)["C"]
+        files = []
+        for a in args:
+            name = a.split("=")[0]
+            if name in ins:
+                shutil.copyfile(tmpfile(name + ".npy"), tmpfile("ws_" + name + ".npy"))
+                a = name + "=" + tmpfile("ws_" + name + ".npy")
+            files.append(a)
+        ws = run(src, kern + "_ws", files, ["C"], defs)["C"]
+        equal("%s_ws = %s (same bits)" % (kern, kern), ws, plain)
+
+
 def fp8_quant():
     M, K = 70, 300
     KB = (K + 127) // 128
@@ -840,7 +871,11 @@ if __name__ == "__main__":
     if not os.access(TILEC, os.X_OK):
         sys.exit("check-stdlib.py: %s is not an executable tilec" % TILEC)
     print("check-stdlib.py: stdlib kernels in the interpreter against float64 references")
+<<<<<<< HEAD
     for c in (gemm, gemm_small_m, fp8_gemm, fp8_gemm_small_m, fp8_quant, attention, attention_fp8, decode, norms, softmax, moe,
+=======
+    for c in (gemm, gemm_small_m, fp8_gemm, fp8_gemm_small_m, warp_specialized, fp8_quant, attention, decode, norms, softmax, moe,
+>>>>>>> wspec
               moe_route, moe_align, moe_layer):
         check(c)
     # every kernel of every stdlib file must have a check here

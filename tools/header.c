@@ -368,7 +368,9 @@ static void write_intro(StrBuf *b, const HeaderOpts *h, const Kern *ks, uint32_t
             sb_putc(b, '=');
             comment_text(b, f->specs[i].value);
         }
-        if (f->warps) sb_printf(b, "; %d warps", f->warps);
+        bool ws = false; /* warp_specialize: the launch has a producer warpgroup more */
+        for (uint32_t i = 0; i < f->nops; i++) ws |= !f->ops[i].dead && f->ops[i].opc == IR_PRODUCER_WARP;
+        if (f->warps) sb_printf(b, "; %d warps%s", f->warps + (ws ? 4 : 0), ws ? " (4 of them the producer's)" : "");
         sb_puts(b, f->grid != IR_NONE ? "; grid from its grid(...) clause\n" : "; no grid(...): use _launch_grid\n");
     }
     sb_printf(b, " */\n#ifndef %s\n#define %s\n\n", guard, guard);
