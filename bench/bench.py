@@ -645,8 +645,10 @@ def bench_moe_fp8(b, root):
              ("masked", 4, 256, 4096, 7168, 932, [64, 128]), ("masked", 4, 256, 7168, 2048, 815, [64, 128])]
     for layout, E, m, N, K, pub, tiles in cases:
         a, sa = G.quant_1x128(torch.randn([E * m, K], device="cuda"))
-        ws = [G.quant_128x128(torch.randn([N, K], device="cuda") * 0.02) for _ in range(E)]
-        w, sw = torch.stack([q for q, _ in ws]), torch.stack([s for _, s in ws])
+        w = torch.empty([E, N, K], device="cuda", dtype=torch.float8_e4m3fn)
+        sw = torch.empty([E, (N + 127) // 128, (K + 127) // 128], device="cuda")
+        for e in range(E):
+            w[e], sw[e] = G.quant_128x128(torch.randn([N, K], device="cuda") * 0.02)
         prev_tf32 = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = False
         wdq = [G.dequant(w[e], sw[e], 128, 128) for e in range(E)]
