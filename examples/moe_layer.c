@@ -165,7 +165,8 @@ static bool check_layer(const char *name, bool fp8, const routing *r, const doub
         for (int i = 0; i < NR; i++)
             for (int b = 0; b < HB; b++) {
                 double amax = 0;
-                for (int c = b * QB; c < H && c < b * QB + QB; c++) amax = fmax(amax, fabs(x[(size_t)(i / TOPK) * H + c]));
+                for (int c = b * QB; c < H && c < b * QB + QB; c++)
+                    amax = fmax(amax, fabs(x[(size_t)(i / TOPK) * H + c]));
                 got[i * HB + b] = g->xsc[(size_t)r->slot_of[i] * HB + b];
                 ref[i * HB + b] = fmax(amax, 1e-4) / 448;
             }
@@ -204,7 +205,8 @@ static bool check_layer(const char *name, bool fp8, const routing *r, const doub
         for (int c = 0; c < H; c++) {
             double o = 0, d = 0, mag = 0;
             for (int k = 0; k < TOPK; k++) {
-                const double *wr = w2 + ((size_t)r->ids[t][k] * H + c) * I, *ar = g->ain + (size_t)r->slot_of[t * TOPK + k] * I;
+                const double *wr = w2 + ((size_t)r->ids[t][k] * H + c) * I;
+                const double *ar = g->ain + (size_t)r->slot_of[t * TOPK + k] * I;
                 double y = 0, ym = 0;
                 for (int j = 0; j < I; j++) {
                     y += wr[j] * ar[j];
@@ -466,7 +468,8 @@ int main(void)
 
     void *dev[] = {g.logits, g.x, g.w, g.ids, g.offsets, g.slot_of, g.sorted_ids, g.block_expert};
     free_all(dev, sizeof dev / sizeof dev[0]);
-    void *host[] = {logits, x, xd, w1, w2, r, res.xin, res.xsc, res.ain, res.asc, res.out, b1, b2, d1, d2, q1, q2, s1, s2};
+    void *host[] = {logits, x, xd, w1, w2, r, res.xin, res.xsc, res.ain, res.asc, res.out,
+                    b1, b2, d1, d2, q1, q2, s1, s2};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
     return ex_finish(ok);
 }
