@@ -17,7 +17,9 @@ tilec / baseline speed (baseline time / tilec time: > 1 means tilec is faster).
 Correctness is checked against the baseline's output before timing.
 
 --only moe (issue 12): the MoE permute, gather, SwiGLU and combine kernels as % of the copy
-bandwidth measured in the same run, and routing + align at T = 16, E = 256 against torch (eager, graph).
+bandwidth measured in the same run, and routing + align at T = 16, E = 256 against torch (eager, graph);
+then the FP8 block-scaled grouped GEMMs (contiguous and masked) in TFLOP/s beside DeepGEMM's
+published figures (--only moe-fp8: those alone).
 
 --only attention (issue 10): flash_attn_fwd against SDPA's cuDNN and FLASH_ATTENTION backends,
 MHA and GQA (enable_gqa), causal and not, D 64 and 128, S 1024 to 16384.
@@ -665,6 +667,92 @@ def bench_moe(b, root):
     with torch.cuda.graph(graph):
         torch_route()
     b.record("moe route_dsv3+align_small", "T=16 E=256 top-8 (vs graph)", "f32", tilec_route, graph.replay, 1, "-", ok)
+    bench_moe_fp8(b, root)
+
+
+def bench_moe_fp8(b, root):
+    """Issue 12's FP8 block-scaled grouped GEMMs (DeepSeek-V3 scaling: activations 1 x 128, weights
+    128 x 128) -> bf16, at DeepGEMM's grouped shapes: contiguous (moe_grouped_gemm_fp8) 8 groups x
+    4096 rows, masked (moe_grouped_gemm_fp8_masked, BM 64 and 128) 4 groups x 256 rows, each at
+    N x K = 4096 x 7168 and 7168 x 2048; TFLOP/s, DeepGEMM's published H800 figures in the label.
+    Checked against the dequantized operands multiplied in f32 (bench/gemm.py's check).  Baseline:
+    a per-expert loop of torch's block-scaled _scaled_mm (bench/gemm.py finds the path this torch
+    has; the first correct one), else torch._grouped_mm in bf16 on the dequantized data, else a
+    per-expert loop of bf16 matmuls; the row's kernel column says which."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gemm as G   # bench/gemm.py: the quantizers, the check and torch's block-scaled paths
+    src = os.path.join(root, "stdlib/moe.tile")
+    # (layout, groups, rows per group, N, K, DeepGEMM H800 TFLOP/s, tiles)
+    cases = [("contiguous", 8, 4096, 4096, 7168, 1346, [128]), ("contiguous", 8, 4096, 7168, 2048, 1214, [128]),
+             ("masked", 4, 256, 4096, 7168, 932, [64, 128]), ("masked", 4, 256, 7168, 2048, 815, [64, 128])]
+    for layout, E, m, N, K, pub, tiles in cases:
+        a, sa = G.quant_1x128(torch.randn([E * m, K], device="cuda"))
+        w = torch.empty([E, N, K], device="cuda", dtype=torch.float8_e4m3fn)
+        sw = torch.empty([E, (N + 127) // 128, (K + 127) // 128], device="cuda")
+        for e in range(E):
+            w[e], sw[e] = G.quant_128x128(torch.randn([N, K], device="cuda") * 0.02)
+        prev_tf32 = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = False
+        wdq = [G.dequant(w[e], sw[e], 128, 128) for e in range(E)]
+        adq = G.dequant(a, sa, 1, 128)
+        ref = torch.cat([adq[e * m:(e + 1) * m] @ wdq[e].t() for e in range(E)])
+        torch.backends.cuda.matmul.allow_tf32 = prev_tf32
+        # the baseline
+        base, base_name = None, None
+        sl = [(a[e * m:(e + 1) * m], sa[e * m:(e + 1) * m]) for e in range(E)]
+        paths0, why = G.blockscale_baselines(sl[0][0], sl[0][1], w[0], sw[0])
+        for name, f in paths0:
+            if G.rel_check(f(), ref[:m], "blockscale")[0]:
+                per = [dict(G.blockscale_baselines(sl[e][0], sl[e][1], w[e], sw[e])[0]).get(name) for e in range(E)]
+                if all(per):
+                    base, base_name = (lambda per=per: [f_() for f_ in per]), "loop of " + name
+                break
+        adq16, wdq16 = adq.to(torch.bfloat16), torch.stack(wdq).to(torch.bfloat16)
+        if base is None and hasattr(torch, "_grouped_mm"):
+            try:
+                if layout == "contiguous":
+                    offs = (torch.arange(1, E + 1, device="cuda") * m).int()
+                    def gmm():
+                        return torch._grouped_mm(adq16, wdq16.transpose(1, 2), offs=offs, out_dtype=torch.bfloat16)
+                else:
+                    a3 = adq16.view(E, m, K)
+                    def gmm():
+                        return torch._grouped_mm(a3, wdq16.transpose(1, 2), out_dtype=torch.bfloat16)
+                gmm()
+                base, base_name = gmm, "torch._grouped_mm bf16 (dequantized; torch block-scaled: %s)" % why[:60]
+            except Exception as e:  # noqa: BLE001 (not in this torch: the next fallback)
+                why += "; _grouped_mm: " + str(e).splitlines()[0][:60]
+        if base is None:
+            base = lambda: [adq16[e * m:(e + 1) * m] @ wdq16[e].t() for e in range(E)]   # noqa: E731
+            base_name = "loop of bf16 matmul (dequantized; %s)" % why[:60]
+        for bm in tiles:
+            if layout == "contiguous":
+                k = b.compile(src, "moe_grouped_gemm_fp8", {"BM": bm})
+                be = torch.arange(E, device="cuda", dtype=torch.int32).repeat_interleave(m // bm)
+                c = torch.full([E * m, N], float("nan"), device="cuda", dtype=torch.bfloat16)
+                args = [tensor_arg(a), tensor_arg(sa), tensor_arg(w), tensor_arg(sw), tensor_arg(be), tensor_arg(c)]
+                got = lambda: c   # noqa: E731
+            else:
+                k = b.compile(src, "moe_grouped_gemm_fp8_masked", {"BM": bm})
+                mm = torch.full([E], m, device="cuda", dtype=torch.int32)
+                c = torch.full([E, m, N], float("nan"), device="cuda", dtype=torch.bfloat16)
+                args = [tensor_arg(a.view(E, m, K)), tensor_arg(sa.view(E, m, -1)), tensor_arg(w), tensor_arg(sw),
+                        tensor_arg(mm), tensor_arg(c)]
+                got = lambda: c.view(E * m, N)   # noqa: E731
+            b.launch(k, args)
+            torch.cuda.synchronize()
+            ok, text = G.rel_check(got(), ref, "blockscale")
+            label = "moe_grouped_gemm_fp8%s BM=%d (DeepGEMM H800 %d)" % ("" if layout == "contiguous" else "_masked",
+                                                                          bm, pub)
+            shape = "%s %dx%d N=%d K=%d vs %s" % (layout, E, m, N, K, base_name)
+            b.record(label, shape, "e4m3", lambda: b.launch(k, args), base, 2.0 * E * m * N * K, "TFLOP/s", ok)
+            r = b.rows[-1]
+            b.summary.append("moe %s %dx%d N=%d K=%d BM=%d: %.1f us, %.0f TFLOP/s = %.2fx DeepGEMM's H800 %d; %s; "
+                             "baseline %s %.1f us" % (layout, E, m, N, K, bm, r[3], r[7], r[7] / pub, pub, text,
+                                                      base_name, r[6]))
+        del ref, adq, adq16, wdq, wdq16
+
+
 def bench_decode(b, root):
     """paged_attn_decode (+ its combine) on a paged cache (issue 11) against SDPA's cuDNN backend on
     the same keys laid out contiguously ([B, Hkv, S, D], enable_gqa) and torch's paged path (gather
@@ -744,7 +832,7 @@ def main():
                "rmsnorm-fast": lambda: bench_rmsnorm(b, args.root, ("--fast-math",)),
                "gemm": lambda: bench_gemm(b, args.root), "attention": lambda: bench_attention(b, args.root),
                "attention-fp8": lambda: bench_attention_fp8(b, args.root),
-               "moe": lambda: bench_moe(b, args.root),
+               "moe": lambda: bench_moe(b, args.root), "moe-fp8": lambda: bench_moe_fp8(b, args.root),
                "decode": lambda: bench_decode(b, args.root),
                "softmax-sweep": lambda: bench_sweep(b, args.root, "softmax"),
                "rmsnorm-sweep": lambda: bench_sweep(b, args.root, "rmsnorm"),

@@ -867,16 +867,73 @@ def moe_layer():
                                                      for t in range(T) for c in range(H)], 4e-3, 1e-5)
 
 
+def moe_fp8_gemm():
+    """The FP8 block-scaled grouped GEMMs.  Contiguous (moe_grouped_gemm_fp8): E = 5 experts of
+    0, 37, 0, 5 and 9 rows, and one expert with every row, padded to BM = 16 as the align step
+    pads them, the blocks past the padded total -1 (skipped: C keeps its -7s there) and A's last
+    block ragged (M not a multiple of BM).  Masked (moe_grouped_gemm_fp8_masked): E = 3 with
+    masked_m = 0, 99 (clamped to max_m = 40: every row) and 17.  N = 136 (past one 128-row scale
+    block, ragged against BN = 64), K = 300 (three scale blocks, the last partial).  The reference
+    sums each 128-wide slice of K in float64 and scales it by As * Ws."""
+    N, K, BM = 136, 300, 16
+    KB, NB = (K + 127) // 128, (N + 127) // 128
+    sentinel = 0xC0E0                                  # bf16 -7.0: rows a kernel must not write
+
+    def dot_bs(A, As, W, Ws, arow, e, j):
+        return sum(As[arow * KB + kb] * Ws[(e * NB + j // 128) * KB + kb] *
+                   sum(A[arow * K + k] * W[(e * N + j) * K + k] for k in range(kb * 128, min(K, kb * 128 + 128)))
+                   for kb in range(KB))
+
+    E = 5
+    for name, counts in (("ragged 0/37/0/5/9", [0, 37, 0, 5, 9]), ("one expert", [0, 0, 51, 0, 0])):
+        n = sum(counts)
+        blocks = []
+        for e, c in enumerate(counts):
+            blocks += [e] * ((c + BM - 1) // BM)
+        max_blocks = (n + BM - 1) // BM + E
+        be = blocks + [-1] * (max_blocks - len(blocks))
+        M = max_blocks * BM - 5
+        npy_write(tmpfile("be.npy"), "<i4", [max_blocks], be)
+        npy_write(tmpfile("c0.npy"), "<u2", [M, N], [sentinel] * (M * N))
+        args = ["A=f8e4m3[%d,%d]" % (M, K), "As=f32[%d,%d]" % (M, KB), "W=f8e4m3[%d,%d,%d]" % (E, N, K),
+                "Ws=f32[%d,%d,%d]" % (E, NB, KB), "block_expert=" + tmpfile("be.npy"), "C=" + tmpfile("c0.npy")]
+        r = run("moe.tile", "moe_grouped_gemm_fp8", args, ["A", "As", "W", "Ws", "C"], ["BM=%d" % BM, "BN=64"])
+        ref = []
+        for i in range(M):
+            e = be[i // BM]
+            ref += [dot_bs(r["A"], r["As"], r["W"], r["Ws"], i, e, j) if e >= 0 else -7.0 for j in range(N)]
+        close("moe_grouped_gemm_fp8 %s" % name, r["C"], ref, 4e-3, 1e-3)
+    rc, err = run_fail("moe.tile", "moe_grouped_gemm_fp8", args[:4] + ["block_expert=i32[3]", "C=bf16[%d,%d]" % (M, N)],
+                       ["BM=%d" % BM, "BN=64"])
+    equal("moe_grouped_gemm_fp8 refuses a short block_expert", rc == 1 and "block_expert must" in err, True)
+    rc, err = run_fail("moe.tile", "moe_grouped_gemm_fp8", args[:3] + ["Ws=f32[%d,1,%d]" % (E, KB)] + args[4:],
+                       ["BM=%d" % BM, "BN=64"])
+    equal("moe_grouped_gemm_fp8 refuses Ws of another shape", rc == 1 and "Ws must be" in err, True)
+
+    E, MM = 3, 40
+    mm = [0, 99, 17]
+    npy_write(tmpfile("mm.npy"), "<i4", [E], mm)
+    npy_write(tmpfile("c0.npy"), "<u2", [E, MM, N], [sentinel] * (E * MM * N))
+    args = ["A=f8e4m3[%d,%d,%d]" % (E, MM, K), "As=f32[%d,%d,%d]" % (E, MM, KB), "W=f8e4m3[%d,%d,%d]" % (E, N, K),
+            "Ws=f32[%d,%d,%d]" % (E, NB, KB), "masked_m=" + tmpfile("mm.npy"), "C=" + tmpfile("c0.npy")]
+    r = run("moe.tile", "moe_grouped_gemm_fp8_masked", args, ["A", "As", "W", "Ws", "C"], ["BM=%d" % BM, "BN=64"])
+    ref = []
+    for e in range(E):
+        for i in range(MM):
+            ref += [dot_bs(r["A"], r["As"], r["W"], r["Ws"], e * MM + i, e, j) if i < mm[e] else -7.0
+                    for j in range(N)]
+    close("moe_grouped_gemm_fp8_masked masked_m=%s" % mm, r["C"], ref, 4e-3, 1e-3)
+    rc, err = run_fail("moe.tile", "moe_grouped_gemm_fp8_masked", args[:4] + ["masked_m=i32[2]", args[5]],
+                       ["BM=%d" % BM, "BN=64"])
+    equal("moe_grouped_gemm_fp8_masked refuses masked_m of another E", rc == 1 and "masked_m must" in err, True)
+
+
 if __name__ == "__main__":
     if not os.access(TILEC, os.X_OK):
         sys.exit("check-stdlib.py: %s is not an executable tilec" % TILEC)
     print("check-stdlib.py: stdlib kernels in the interpreter against float64 references")
-<<<<<<< HEAD
-    for c in (gemm, gemm_small_m, fp8_gemm, fp8_gemm_small_m, fp8_quant, attention, attention_fp8, decode, norms, softmax, moe,
-=======
-    for c in (gemm, gemm_small_m, fp8_gemm, fp8_gemm_small_m, warp_specialized, fp8_quant, attention, decode, norms, softmax, moe,
->>>>>>> wspec
-              moe_route, moe_align, moe_layer):
+    for c in (gemm, gemm_small_m, fp8_gemm, fp8_gemm_small_m, warp_specialized, fp8_quant, attention, attention_fp8,
+              decode, norms, softmax, moe, moe_route, moe_align, moe_layer, moe_fp8_gemm):
         check(c)
     # every kernel of every stdlib file must have a check here
     for src in sorted(f for f in os.listdir(STDLIB) if f.endswith(".tile")):

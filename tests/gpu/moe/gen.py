@@ -8,6 +8,11 @@ files beside it are its output, committed).
   slot_of_300x8.npy  an align step's slots for ids_300x8 with BM = 64 (rows of Xs: 3776)
   sorted_300x8.npy   its sorted ids ([0, total): -1 in padding slots)
   nrows_650.npy      [650]: the row count moe_swiglu reads
+  block_expert_13_bm64.npy, block_expert_13_bm128.npy   the expert of each M block after an align
+                     step with BM = 64 / 128 of the counts COUNTS_13 over E = 13 (5 experts empty,
+                     one of 150 rows), -1 past the padded total up to cdiv(n, BM) + E blocks
+  masked_m_5.npy     per-expert row counts of the masked FP8 GEMM over E = 5, max_m = 100 (0 rows,
+                     all, ragged, 250: past max_m, one row); masked_m_5b.npy for max_m = 200
 """
 import os
 import random
@@ -54,3 +59,14 @@ print("rows of Xs:", start)
 npy("ids_16x8.npy", route(rng, 16, 256, 8, list(range(256))))
 npy("ids_1x8.npy", route(rng, 1, 256, 8, list(range(256))))
 npy("nrows_650.npy", [650])
+
+COUNTS_13 = [0, 150, 3, 0, 64, 65, 1, 0, 0, 40, 7, 0, 129]
+for BM in (64, 128):
+    blocks = []
+    for e, c in enumerate(COUNTS_13):
+        blocks += [e] * ((c + BM - 1) // BM)
+    max_blocks = (sum(COUNTS_13) + BM - 1) // BM + len(COUNTS_13)
+    npy("block_expert_13_bm%d.npy" % BM, blocks + [-1] * (max_blocks - len(blocks)))
+    print("BM = %d: %d blocks used of %d (A: at most %d rows)" % (BM, len(blocks), max_blocks, max_blocks * BM))
+npy("masked_m_5.npy", [0, 100, 37, 250, 1])
+npy("masked_m_5b.npy", [0, 200, 129, 1, 64])
