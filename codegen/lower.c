@@ -656,11 +656,23 @@ static void regmap(Cg *cg, IrOp *op, bool broadcast)
         for (int k = 0; k < rt.rank; k++)
             if (xt.dims[k] == rt.dims[k]) keep |= ((1u << L->dimbits[k]) - 1) << layout_dim_offset(L, k);
     }
+    /* lanes and warps must place the same elements; each result register then
+     * repeats the operand register holding its element (the operand may hold
+     * it once where the result replicates it: layout_compact_regs) */
     bool same_threads = true;
-    for (int k = 0; k < LL_NIN && same_threads; k++) {
+    for (int k = LL_LANE; k < LL_NIN && same_threads; k++) {
         same_threads = Lx->nbits[k] == L->nbits[k];
         for (int i = 0; i < L->nbits[k] && same_threads; i++)
             same_threads = to_operand_flat(L, Lx, rt, xt, broadcast, L->basis[k][i]) == Lx->basis[k][i];
+    }
+    uint32_t *src = ARENA_ARRAY(cg->scratch, uint32_t, n), nx = layout_nregs(Lx);
+    for (uint32_t r = 0; r < n && same_threads; r++) {
+        uint32_t want = to_operand_flat(L, Lx, rt, xt, broadcast, layout_apply(L, r, 0, 0)), k = 0;
+        if (r < nx && layout_apply(Lx, r, 0, 0) == want) k = r; /* the usual case: the same register */
+        else
+            while (k < nx && layout_apply(Lx, k, 0, 0) != want) k++;
+        same_threads = k < nx;
+        src[r] = k;
     }
     if (!same_threads && cg->free_[res]) {
         /* a free value: built in the result's layout from its expression */
@@ -676,7 +688,7 @@ static void regmap(Cg *cg, IrOp *op, bool broadcast)
         cg_define(cg, res, out, n);
         return;
     }
-    for (uint32_t r = 0; r < n; r++) out[r] = cg_reg(cg, x, r);
+    for (uint32_t r = 0; r < n; r++) out[r] = cg_reg(cg, x, src[r]);
     cg_define(cg, res, out, n);
 }
 

@@ -613,9 +613,11 @@ void cg_lower_STORE(Cg *cg, uint32_t opid, IrOp *op)
     IrType pt = ir_vty(cg->f, ptrs);
     DType dt = (DType)pt.dt;
     /* the pointers' layout, or the value's where the layout pass chose it (the
-     * pointers are then free values, recomputed in it) */
-    const Layout *L = cg_layout(cg, ptrs), *Lv = cg_layout(cg, ir_opnd(cg->f, op, 1));
-    if (L && Lv) L = Lv;
+     * pointers are then free values, recomputed in it); a free value (a
+     * constant) through pointers that are not free is recomputed in theirs */
+    IrVal v = ir_opnd(cg->f, op, 1);
+    const Layout *L = cg_layout(cg, ptrs), *Lv = cg_layout(cg, v);
+    if (L && Lv && !(cg->free_[v] && !cg->free_[ptrs])) L = Lv;
     uint32_t n = L ? layout_nregs(L) : 1;
     Access A = {.dt = dt, .n = n, .g = ptr_group(cg, ptrs, L, dt)};
     A.ptr = regs_in(cg, ptrs, L, n);

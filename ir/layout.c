@@ -104,6 +104,49 @@ Layout layout_default(IrType t, int warps)
     return layout_blocked(t, spt, tpw, wpc, order, warps);
 }
 
+/* Lanes a gathered row gets before lanes go to other rows: 4 x 16 bytes, so
+ * each row a warp reads is a run of 64 bytes (two full sectors). */
+#define GATHER_ROW_LANES 4
+
+Layout layout_gather(IrType t, int warps)
+{
+    int r = t.rank;
+    if (r < 2) return layout_default(t, warps);
+    int spt[IR_MAXRANK], tpw[IR_MAXRANK], wpc[IR_MAXRANK], order[IR_MAXRANK];
+    int64_t left[IR_MAXRANK];
+    for (int k = 0; k < r; k++) {
+        order[k] = r - 1 - k;
+        spt[k] = tpw[k] = wpc[k] = 1;
+        left[k] = t.dims[k];
+    }
+    int last = r - 1, ebytes = t.isptr ? 8 : dt_bytes((DType)t.dt);
+    spt[last] = (int)TL_MIN((int64_t)(16 / ebytes), left[last]);
+    left[last] /= spt[last];
+    int lanes = 32, w = warps;
+    /* a few lanes along the row, then the rows (fastest first), then the rest of the row */
+    while (lanes > 1 && left[last] > 1 && tpw[last] < GATHER_ROW_LANES) { tpw[last] *= 2; left[last] /= 2; lanes /= 2; }
+    for (int k = last - 1; k >= 0; k--)
+        while (lanes > 1 && left[k] > 1) { tpw[k] *= 2; left[k] /= 2; lanes /= 2; }
+    while (lanes > 1 && left[last] > 1) { tpw[last] *= 2; left[last] /= 2; lanes /= 2; }
+    tpw[last] *= lanes;
+    /* warps over the rows (slowest first), then along the row; what is left replicates */
+    for (int k = 0; k < last; k++)
+        while (w > 1 && left[k] > 1) { wpc[k] *= 2; left[k] /= 2; w /= 2; }
+    while (w > 1 && left[last] > 1) { wpc[last] *= 2; left[last] /= 2; w /= 2; }
+    wpc[0] *= w;
+    return layout_blocked(t, spt, tpw, wpc, order, warps);
+}
+
+Layout layout_compact_regs(const Layout *L)
+{
+    Layout R = *L;
+    R.nbits[LL_REG] = 0;
+    for (int i = 0; i < L->nbits[LL_REG]; i++)
+        if (L->basis[LL_REG][i]) R.basis[LL_REG][R.nbits[LL_REG]++] = L->basis[LL_REG][i];
+    for (int i = R.nbits[LL_REG]; i < LL_MAXBITS; i++) R.basis[LL_REG][i] = 0;
+    return R;
+}
+
 uint32_t layout_apply(const Layout *L, uint32_t r, uint32_t l, uint32_t w)
 {
     uint32_t in[LL_NIN] = {r, l, w}, x = 0;

@@ -45,6 +45,17 @@ Layout layout_blocked(IrType t, const int *spt, const int *tpw, const int *wpc, 
  * along the last dim, lanes then warps filling the last dims first. */
 Layout layout_default(IrType t, int warps);
 
+/* The layout for a gather of rows (a tile read or written through per-row
+ * addresses, computed from data, broadcast along the last dim): 16-byte vectors
+ * along the last dim as in layout_default, but only a few lanes (64 bytes)
+ * across a row before lanes go to the other rows, and the rest of the row in
+ * registers.  A thread then holds few rows, and each row costs it one 64-bit
+ * address and its index arithmetic, while a warp still reads 64-byte runs. */
+Layout layout_gather(IrType t, int warps);
+/* L without its replicated register bits (zero bases): the same elements in
+ * each thread, each in one register. */
+Layout layout_compact_regs(const Layout *L);
+
 /* The flat index of the element register r of lane l of warp w holds. */
 uint32_t layout_apply(const Layout *L, uint32_t r, uint32_t l, uint32_t w);
 static inline uint32_t layout_nregs(const Layout *L) { return 1u << L->nbits[LL_REG]; }

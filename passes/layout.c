@@ -7,6 +7,16 @@
  * LIKE0, NONE); only the CUSTOM ops (shape ops, DOT, control flow) have code
  * of their own here (assign_custom).  Free values are ir_free_values'.
  * Algorithm:
+ *   0. Gathers of rows (ask_gathers): a load or store whose pointer tile
+ *      broadcasts a per-row address computed from data (a block table's
+ *      page, a routing index) along the last dim is asked to take
+ *      layout_gather (few rows per thread, 16-byte vectors, 64-byte runs per
+ *      row and warp), and the values its addresses and masks are made of are
+ *      asked, backwards, for the layouts that make every step to it a register
+ *      renaming (sliced, broadcast bits and replicated registers dropped).
+ *      A request overrides what steps 1-2 give that value; without it the row
+ *      indices would be computed in the default 1-d layout and moved through
+ *      shared memory (with barriers) into the threads that use them.
  *   1. Anchors.  Ops whose layout is dictated by what they do: block loads
  *      and stores, reads of a shared-memory stage (smem_read: the block load
  *      the pipeline made asynchronous, in the layout that load had) and
@@ -54,6 +64,8 @@ typedef struct LayoutState {
                          * value, or one made only of free values and loop arguments whose
                          * layout is still to be seeded from what the loop yields) */
     uint8_t *free_;     /* per value: free (ir_free_values), never converted */
+    uint32_t *hint;     /* per value: the layout (index) step 0 asks for (0: none); it
+                         * overrides what steps 1-2 would give the value */
 } LayoutState;
 
 static uint32_t intern(IrFunc *f, const Layout *L)
@@ -374,7 +386,90 @@ static void assign_op(LayoutState *s, IrOp *op)
 static void assign_block(LayoutState *s, IrBlk b)
 {
     IrBlock *B = ir_blk(s->f, b);
-    for (uint32_t i = 0; i < B->nops; i++) assign_op(s, ir_op(s->f, B->ops[i]));
+    for (uint32_t i = 0; i < B->nops; i++) {
+        IrOp *op = ir_op(s->f, B->ops[i]);
+        assign_op(s, op);
+        for (uint32_t k = 0; k < op->nres; k++) {
+            IrVal r = ir_res(op, k);
+            if (!s->hint[r] || s->f->val_layout[r] == s->hint[r]) continue;
+            s->f->val_layout[r] = s->hint[r];
+            s->parent[r] = 0;
+        }
+    }
+}
+
+/* ---- 0. gathers of rows -------------------------------------------------------- */
+
+/* Whether pointer tile p (its last dim longer than 1) broadcasts, along the
+ * last dim, a value that is not free: per-row addresses computed from data
+ * (a block table's page, a routing index), the columns contiguous. */
+static bool row_gather(LayoutState *s, IrVal p, int depth)
+{
+    IrFunc *f = s->f;
+    uint32_t d = ir_def(f, p);
+    if (d == UINT32_MAX || depth > 8 || s->free_[p]) return false;
+    IrOp *op = ir_op(f, d);
+    if (op->opc == IR_ADDPTR || op->opc == IR_ADD)
+        return row_gather(s, ir_opnd(f, op, 0), depth + 1) || row_gather(s, ir_opnd(f, op, 1), depth + 1);
+    if (op->opc != IR_BROADCAST) return false;
+    IrVal x = ir_opnd(f, op, 0);
+    IrType xt = ir_vty(f, x), rt = ir_vty(f, p);
+    return is_tile(f, x) && !s->free_[x] && xt.dims[xt.rank - 1] == 1 && rt.dims[rt.rank - 1] > 1;
+}
+
+/* Asks for layout L for v and, backwards, for what v is computed from in the
+ * layouts that make each step a register renaming: through elementwise ops
+ * and loads (their operands in L), EXPAND_DIMS (L without the new dim) and
+ * BROADCAST (L without the broadcast dims' bits, replicated registers
+ * dropped).  Free values need nothing (codegen rebuilds them where used);
+ * the first request for a value wins, a later different one leaves a
+ * conversion to step 4. */
+static void ask(LayoutState *s, IrVal v, const Layout *L, int depth)
+{
+    IrFunc *f = s->f;
+    if (!is_tile(f, v) || s->free_[v] || s->hint[v] || depth > 64) return;
+    IrType t = ir_vty(f, v);
+    if (!shape_matches(L, t)) return;
+    uint32_t d = ir_def(f, v);
+    if (d == UINT32_MAX) return; /* a region argument: its layout is the loop's */
+    IrOp *op = ir_op(f, d);
+    bool elem = (ir_opinfo[op->opc].flags & IR_ELEM) || op->opc == IR_LOAD;
+    if (!elem && op->opc != IR_BROADCAST && op->opc != IR_EXPAND_DIMS) return;
+    s->hint[v] = intern(f, L);
+    if (op->opc == IR_BROADCAST) {
+        IrVal x = ir_opnd(f, op, 0);
+        if (!is_tile(f, x)) return;
+        Layout Q = broadcast_source(L, ir_vty(f, x));
+        Q = layout_compact_regs(&Q);
+        ask(s, x, &Q, depth + 1);
+    } else if (op->opc == IR_EXPAND_DIMS) {
+        Layout S = layout_slice(L, (int)op->attr.i);
+        ask(s, ir_opnd(f, op, 0), &S, depth + 1);
+    } else {
+        for (uint32_t k = 0; k < op->nopnd; k++) {
+            IrVal x = ir_opnd(f, op, k);
+            if (is_tile(f, x) && ir_vty(f, x).rank == t.rank) ask(s, x, L, depth + 1);
+        }
+    }
+}
+
+/* Gathered rows (row_gather) take layout_gather, of the pointees, and so do
+ * the per-row values their addresses and masks are made of (sliced), so no
+ * row index goes through shared memory to reach the threads that use it. */
+static void ask_gathers(LayoutState *s)
+{
+    IrFunc *f = s->f;
+    for (uint32_t i = f->nops; i-- > 0;) {
+        IrOp *op = ir_op(f, i);
+        if (op->dead || (op->opc != IR_LOAD && op->opc != IR_STORE)) continue;
+        IrVal p = ir_opnd(f, op, 0);
+        IrType pt = ir_vty(f, p);
+        if (!is_tile(f, p) || pt.rank < 2 || !row_gather(s, p, 0)) continue;
+        Layout G = layout_gather(ir_ty_with_dt(pt, (DType)pt.dt, false), s->warps);
+        if (op->opc == IR_LOAD) ask(s, ir_res(op, 0), &G, 0);
+        else
+            for (uint32_t k = 0; k < op->nopnd; k++) ask(s, ir_opnd(f, op, k), &G, 0);
+    }
 }
 
 /* Whether f has a DOT anywhere (its tiles want the mma layouts' warp counts). */
@@ -528,14 +623,16 @@ static void insert_conversions(LayoutState *s, IrBlk b, ConvCache *cache)
 void pass_layout(IrFunc *f, PassCtx *cx)
 {
     if (!f->warps) f->warps = choose_warps(f);
-    LayoutState s = {f, f->warps, NULL, NULL, NULL};
+    LayoutState s = {f, f->warps, NULL, NULL, NULL, NULL};
     ir_func_reset_layouts(f);
     f->nlayouts = 0;
     s.parent = tl_xcalloc(f->nvals, sizeof(uint32_t));
     s.loose = tl_xcalloc(f->nvals, 1);
-    assign_block(&s, f->body);
     s.free_ = tl_xcalloc(f->nvals, 1);
+    s.hint = tl_xcalloc(f->nvals, sizeof(uint32_t));
     ir_free_values(f, s.free_);
+    ask_gathers(&s);
+    assign_block(&s, f->body);
     ConvCache cache = {0};
     insert_conversions(&s, f->body, &cache);
     free(cache.e);
@@ -550,5 +647,6 @@ void pass_layout(IrFunc *f, PassCtx *cx)
     free(s.parent);
     free(s.loose);
     free(s.free_);
+    free(s.hint);
     cx->changed = true;
 }
