@@ -27,6 +27,13 @@ typedef enum PassFact {
     PASS_FACT_LAYOUTS = 1u << 0,    /* every tile value has a layout (f->val_layout) */
 } PassFact;
 typedef uint32_t PassFacts;
+/* The absence of fact x, as a fact of its own, so that a pass can require x by
+ * refusing its absence: PASS_NEEDS(PASS_FACT_LAYOUTS) in passes.def's refuses
+ * column.  The runner keeps the absences in step with the facts (a pass that
+ * drops x makes its absence); passes.def names only the facts themselves in
+ * drops and makes. */
+#define PASS_FACT_ABSENT(x) ((PassFacts)(x) << 16)
+#define PASS_NEEDS(x) PASS_FACT_ABSENT(x)
 
 typedef enum PassStage { PASS_CANON, PASS_BACKEND } PassStage;
 
