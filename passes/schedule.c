@@ -55,6 +55,10 @@
  *      grows the least), then the smallest at(c), then the original order.
  *   5. The new order stands only if its peak (the full model, streamed values
  *      recomputed for it) is below the original's; otherwise B is restored.
+ * A reordered body records its original peak (f->peak_unscheduled): the
+ * occupancy hint keeps sizing from it, so reordering lowers spills at the
+ * occupancy the kernel had and never trades them for CTAs (ptxas may hoist
+ * the loads back: codegen/occupancy.c has the measurement).
  * Peak above the budget after this: ptxas is predicted to spill (the
  * `schedule` remark says so, next to what ptxas reported when it ran:
  * codegen/compile.c).
@@ -476,7 +480,11 @@ void pass_schedule(IrFunc *f, PassCtx *cx)
     }
     S.pos = tl_xcalloc(f->nops ? f->nops : 1, sizeof(uint32_t));
     S.stamp = tl_xcalloc(f->nvals ? f->nvals : 1, sizeof(uint32_t));
-    if (schedule_block(&S, f->body, S.budget)) cx->changed = true;
+    double before = pass_pressure_peak(&S.pr, f->body);
+    if (schedule_block(&S, f->body, S.budget)) {
+        cx->changed = true;
+        if (before > f->peak_unscheduled) f->peak_unscheduled = before;
+    }
     free(S.pos);
     free(S.stamp);
     pass_pressure_fini(&S.pr);
