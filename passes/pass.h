@@ -22,7 +22,8 @@ typedef struct PassCtx {
 
 typedef void (*PassFn)(IrFunc *f, PassCtx *cx);
 
-/* Facts about one function's IR that passes refuse, drop or make (a bit set). */
+/* Facts about one function's IR that passes refuse, drop or make (a bit set).
+ * ORDER: ALL_FACTS and fact_names in pass.c name every one. */
 typedef enum PassFact {
     PASS_FACT_LAYOUTS = 1u << 0,    /* every tile value has a layout (f->val_layout) */
 } PassFact;
@@ -42,7 +43,7 @@ typedef struct PassInfo {
     const char *summary;
     PassFn run;
     PassStage stage;
-    PassFacts refuses;      /* must not hold when it runs */
+    PassFacts refuses;      /* must not hold when it runs (PASS_NEEDS(x): x must) */
     PassFacts drops;        /* the runner removes them before it runs */
     PassFacts makes;        /* hold after it */
 } PassInfo;
