@@ -21,14 +21,14 @@ static bool has_dot(const IrFunc *f)
     return false;
 }
 
-double pass_pressure_weight(const PassPressure *p, IrVal v)
+static double weigh(const PassPressure *p, IrVal v, bool streaming)
 {
     IrFunc *f = p->f;
     IrType t = ir_vty(f, v);
-    if (t.kind != TY_TILE || t.rank == 0 || p->free_[v] || p->streamed[v] || p->in_smem[v]) return 0;
+    if (t.kind != TY_TILE || t.rank == 0 || p->free_[v] || (streaming && p->streamed[v]) || p->in_smem[v]) return 0;
     /* a broadcast's registers are its source's (codegen maps them; nothing is copied) */
     uint32_t d = ir_def(f, v);
-    if (d != UINT32_MAX && ir_op(f, d)->opc == IR_BROADCAST) return pass_pressure_weight(p, ir_opnd(f, ir_op(f, d), 0));
+    if (d != UINT32_MAX && ir_op(f, d)->opc == IR_BROADCAST) return weigh(p, ir_opnd(f, ir_op(f, d), 0), streaming);
     /* at most one element per thread (a reduction's result): a scalar, weighs 0 like them */
     if (ir_ty_numel(t) <= p->threads) return 0;
     double regs;
@@ -41,6 +41,16 @@ double pass_pressure_weight(const PassPressure *p, IrVal v)
     }
     int bytes = t.isptr ? 8 : dt_bytes((DType)t.dt);
     return regs * (bytes < 2 ? 0.25 : bytes / 4.0);
+}
+
+double pass_pressure_weight(const PassPressure *p, IrVal v)
+{
+    return weigh(p, v, true);
+}
+
+double pass_pressure_held(const PassPressure *p, IrVal v)
+{
+    return weigh(p, v, false);
 }
 
 /* The block defining v. */

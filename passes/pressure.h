@@ -59,6 +59,9 @@ void pass_pressure_fini(PassPressure *p);
 void pass_pressure_update(PassPressure *p);
 /* Registers per thread of value v. */
 double pass_pressure_weight(const PassPressure *p, IrVal v);
+/* The same as if v were not streamed: what it takes while held across other
+ * ops (a scheduler moving ops between its definition and its uses). */
+double pass_pressure_held(const PassPressure *p, IrVal v);
 /* Peak registers per thread inside block b (its regions included), in its current order. */
 double pass_pressure_peak(PassPressure *p, IrBlk b);
 /* The same, and across[i] for each op i of b: what b has live across it (neither

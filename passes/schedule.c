@@ -47,6 +47,8 @@
  *      an op whose only unscheduled predecessors are free values (weight 0)
  *      counts as ready, and those are placed right before it (codegen
  *      recomputes them there anyway: the free values' rematerialization).
+ *      Values count as held (pass_pressure_held: a streamed value takes its
+ *      registers once ops come between it and its uses).
  *      For each ready op c: at(c) = live - (its operands used last by c,
  *      unless c holds regions) + its results + the peak inside its regions,
  *      and delta(c) = what live becomes after c, less live.  Take the first
@@ -304,11 +306,11 @@ static void place(List *L, uint32_t i)
     for (uint32_t k = 0; k < g->nsucc[i]; k++) g->npred[g->succ[i][k]]--;
     for (uint32_t u = 0; u < g->nuses[i]; u++) {
         IrVal v = g->uses[i][u];
-        if (--L->rem[v] == 0) L->live -= pass_pressure_weight(&L->S->pr, v);
+        if (--L->rem[v] == 0) L->live -= pass_pressure_held(&L->S->pr, v);
     }
     IrOp *op = ir_op(f, ir_blk(f, L->S->cur)->ops[i]);
     for (uint32_t k = 0; k < op->nres; k++)
-        if (L->rem[ir_res(op, k)]) L->live += pass_pressure_weight(&L->S->pr, ir_res(op, k));
+        if (L->rem[ir_res(op, k)]) L->live += pass_pressure_held(&L->S->pr, ir_res(op, k));
 }
 
 /* For node i placed now: the pressure at it, and the change of `live` after it. */
@@ -319,9 +321,9 @@ static void cost(List *L, uint32_t i, double *at, double *delta)
     IrOp *op = ir_op(f, ir_blk(f, L->S->cur)->ops[i]);
     double dying = 0, res = 0, kept = 0;
     for (uint32_t u = 0; u < g->nuses[i]; u++)
-        if (L->rem[g->uses[i][u]] == 1) dying += pass_pressure_weight(&L->S->pr, g->uses[i][u]);
+        if (L->rem[g->uses[i][u]] == 1) dying += pass_pressure_held(&L->S->pr, g->uses[i][u]);
     for (uint32_t k = 0; k < op->nres; k++) {
-        double w = pass_pressure_weight(&L->S->pr, ir_res(op, k));
+        double w = pass_pressure_held(&L->S->pr, ir_res(op, k));
         res += w;
         if (L->rem[ir_res(op, k)]) kept += w;
     }
@@ -340,7 +342,7 @@ static void list_schedule(Sched *S, IrBlk b, double budget, uint32_t *order)
     for (uint32_t i = 0; i <= g.n; i++)
         for (uint32_t u = 0; u < g.nuses[i]; u++) L.rem[g.uses[i][u]]++;
     for (uint32_t a = 0; a < B->nargs; a++)
-        if (L.rem[B->args[a]]) L.live += pass_pressure_weight(&S->pr, B->args[a]);
+        if (L.rem[B->args[a]]) L.live += pass_pressure_held(&S->pr, B->args[a]);
     while (L.norder < g.n) {
         L.step++;
         uint32_t first = UINT32_MAX, best = UINT32_MAX, any = UINT32_MAX;
