@@ -17,6 +17,7 @@
 #include <llvm-c/Core.h>
 
 #include "../ir/ir.h"
+#include "../passes/pressure.h"
 #include "lower_int.h"
 #include "meta_emit.h"
 
@@ -82,6 +83,30 @@ static void remark_occupancy(IrModule *m, const CgTarget *t, const CgResult *out
     }
 }
 
+/* The schedule remark of every kernel: the scheduler's prediction (the
+ * pressure model on the IR as lowered: passes/pressure.h) next to what ptxas
+ * used, when it ran. */
+static void remark_schedule(IrModule *m, const CgTarget *t, const CgResult *out, bool ptxas_ran, Diag *d)
+{
+    for (uint32_t i = 0; i < m->nfuncs && i < out->nfacts; i++) {
+        IrFunc *f = m->funcs[i];
+        PassPressure pr;
+        pass_pressure_init(&pr, f, 32 * out->facts[i].warps);
+        double peak = pass_pressure_peak(&pr, f->body);
+        pass_pressure_fini(&pr);
+        int need = pass_pressure_regs(f, peak), cap = pass_pressure_cap(f, t->arch);
+        StrBuf b = {0};
+        sb_printf(&b, "predicted: tiles peak at %.0f registers per thread, about %d registers of %d: %s", peak, need,
+                  cap, need > cap ? "spills predicted" : "no spills predicted");
+        int regs, st, ld;
+        if (!ptxas_ran) sb_puts(&b, "; ptxas did not run (it runs for a cubin)");
+        else if (cg_ptxas_usage(out->info.s, f->name, &regs, &st, &ld))
+            sb_printf(&b, "; ptxas used %d registers, %d bytes spill stores, %d bytes spill loads", regs, st, ld);
+        diag_remark(d, DIAG_REMARK_schedule, f->loc, "%s", b.s);
+        sb_free(&b);
+    }
+}
+
 bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit upto, CgResult *out, Diag *d)
 {
     memset(out, 0, sizeof *out);
@@ -104,6 +129,7 @@ bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit upto, CgResult *ou
     }
     if (upto == CG_EMIT_LLVM) {
         if (diag_remark_on(d, DIAG_REMARK_occupancy)) remark_occupancy(m, t, out, false, d);
+        if (diag_remark_on(d, DIAG_REMARK_schedule)) remark_schedule(m, t, out, false, d);
         char *s = LLVMPrintModuleToString(mod);
         sb_puts(&out->llvm, s);
         LLVMDisposeMessage(s);
@@ -131,5 +157,6 @@ bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit upto, CgResult *ou
     if (ok && upto == CG_EMIT_CUBIN)
         ok = cg_ptx_to_cubin(out->ptx.s, out->ptx.len, t, &out->cubin, &out->cubin_len, &out->info, d);
     if (ok && diag_remark_on(d, DIAG_REMARK_occupancy)) remark_occupancy(m, t, out, upto == CG_EMIT_CUBIN, d);
+    if (ok && diag_remark_on(d, DIAG_REMARK_schedule)) remark_schedule(m, t, out, upto == CG_EMIT_CUBIN, d);
     return ok;
 }

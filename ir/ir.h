@@ -191,6 +191,10 @@ typedef struct IrFunc {
     uint32_t nval_layout, val_layout_cap;   /* entries of val_layout (>= nvals once set) */
     struct Layout *layouts;
     uint32_t nlayouts, layoutcap;
+    /* Set by the scheduler (passes/schedule.c) when it reordered the body: its
+     * predicted peak before (0: not reordered).  The occupancy hint sizes from
+     * the larger of the two, since ptxas may hoist loads back. */
+    double peak_unscheduled;
 } IrFunc;
 
 struct IrModule {

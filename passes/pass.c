@@ -41,19 +41,33 @@ const PassInfo *pass_find(const char *name)
     return NULL;
 }
 
+/* Every fact (PassFact's bits), and `facts` with the absence of each fact it lacks. */
+#define ALL_FACTS ((PassFacts)PASS_FACT_LAYOUTS)
+static PassFacts with_absences(PassFacts facts)
+{
+    facts &= ALL_FACTS;
+    return facts | PASS_FACT_ABSENT(ALL_FACTS & ~facts);
+}
+
 PassFacts pass_facts_of(const IrFunc *f)
 {
-    return f->val_layout ? PASS_FACT_LAYOUTS : 0;
+    return with_absences(f->val_layout ? PASS_FACT_LAYOUTS : 0);
+}
+
+/* The facts p runs on: `facts` less what the runner drops before it. */
+static PassFacts facts_at(const PassInfo *p, PassFacts facts)
+{
+    return with_absences(facts & ~p->drops);
 }
 
 bool pass_can_run(const PassInfo *p, PassFacts facts)
 {
-    return ((facts & ~p->drops) & p->refuses) == 0;
+    return (facts_at(p, facts) & p->refuses) == 0;
 }
 
 PassFacts pass_facts_after(const PassInfo *p, PassFacts facts)
 {
-    return (facts & ~p->drops) | p->makes;
+    return with_absences(facts_at(p, facts) | p->makes);
 }
 
 /* What each fact is, for messages.  ORDER: PassFact, bit by bit. */
@@ -64,13 +78,41 @@ static const struct {
     {PASS_FACT_LAYOUTS, "layouts"},
 };
 
+/* Reports that list[at], which needs `fact`, would run on f without it: the
+ * last pass before that dropped it, else the input, and which passes make it. */
+static void report_need(const PassInfo *const *list, uint32_t at, PassFacts fact, const char *what, const IrFunc *f,
+                        Diag *d)
+{
+    const PassInfo *p = list[at], *dropper = NULL;
+    for (uint32_t i = 0; i < at; i++) {
+        if (list[i]->makes & fact) dropper = NULL;
+        if (list[i]->drops & fact) dropper = list[i];
+    }
+    if (dropper)
+        diag_error_noloc(d, "--pass: '%s' cannot run after '%s' on kernel '%s': it needs IR with %s, which '%s' drops",
+                         p->name, dropper->name, f->name, what, dropper->name);
+    else
+        diag_error_noloc(d, "--pass: '%s' cannot run on kernel '%s': it needs IR with %s, and the input has none",
+                         p->name, f->name, what);
+    StrBuf making = {0};
+    for (size_t i = 0; i < pass_count; i++)
+        if (pass_table[i].makes & fact) sb_printf(&making, "%s'%s'", making.len ? ", " : "", pass_table[i].name);
+    diag_note(d, (SrcLoc){0, 0}, "run %s before it (with no pass that drops %s in between)",
+              making.s ? making.s : "a pass that makes them", what);
+    sb_free(&making);
+}
+
 /* Reports that list[at] cannot run on f: which fact, and where it came from
  * (the last pass before that made it, else the input). */
 static void report_order(const PassInfo *const *list, uint32_t at, PassFacts facts, const IrFunc *f, Diag *d)
 {
     const PassInfo *p = list[at];
-    PassFacts bad = (facts & ~p->drops) & p->refuses;
+    PassFacts bad = facts_at(p, facts) & p->refuses;
     for (size_t k = 0; k < TL_COUNTOF(fact_names); k++) {
+        if (bad & PASS_FACT_ABSENT(fact_names[k].fact)) {
+            report_need(list, at, fact_names[k].fact, fact_names[k].what, f, d);
+            continue;
+        }
         if (!(bad & fact_names[k].fact)) continue;
         const char *what = fact_names[k].what;
         const PassInfo *maker = NULL;

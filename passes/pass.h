@@ -22,11 +22,19 @@ typedef struct PassCtx {
 
 typedef void (*PassFn)(IrFunc *f, PassCtx *cx);
 
-/* Facts about one function's IR that passes refuse, drop or make (a bit set). */
+/* Facts about one function's IR that passes refuse, drop or make (a bit set).
+ * ORDER: ALL_FACTS and fact_names in pass.c name every one. */
 typedef enum PassFact {
     PASS_FACT_LAYOUTS = 1u << 0,    /* every tile value has a layout (f->val_layout) */
 } PassFact;
 typedef uint32_t PassFacts;
+/* The absence of fact x, as a fact of its own, so that a pass can require x by
+ * refusing its absence: PASS_NEEDS(PASS_FACT_LAYOUTS) in passes.def's refuses
+ * column.  The runner keeps the absences in step with the facts (a pass that
+ * drops x makes its absence); passes.def names only the facts themselves in
+ * drops and makes. */
+#define PASS_FACT_ABSENT(x) ((PassFacts)(x) << 16)
+#define PASS_NEEDS(x) PASS_FACT_ABSENT(x)
 
 typedef enum PassStage { PASS_CANON, PASS_BACKEND } PassStage;
 
@@ -35,7 +43,7 @@ typedef struct PassInfo {
     const char *summary;
     PassFn run;
     PassStage stage;
-    PassFacts refuses;      /* must not hold when it runs */
+    PassFacts refuses;      /* must not hold when it runs (PASS_NEEDS(x): x must) */
     PassFacts drops;        /* the runner removes them before it runs */
     PassFacts makes;        /* hold after it */
 } PassInfo;

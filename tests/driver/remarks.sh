@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.bash"
 k=$inputs/passorder.tile
 
-check 2 err "tilec: error: --remarks: unknown remark 'pipe' (remarks: pipeline, warp_specialize, layout, dot, occupancy, all)" \
+check 2 err "tilec: error: --remarks: unknown remark 'pipe' (remarks: pipeline, warp_specialize, layout, dot, occupancy, schedule, all)" \
   "$TILEC" "$k" --remarks=pipe
 check 2 err "unknown remark 'bogus'" "$TILEC" "$k" --remarks=dot,bogus
 check 2 err "unknown remark ''" "$TILEC" "$k" --remarks=

@@ -6,7 +6,8 @@
 
 Per program: compile to PTX for sm_80, sm_89 and sm_90a; print the IR (-O0), parse it back and
 print it again (the text must not change); run the interpreter at -O0, at -O3, from the printed
-.tir and under two random valid pass orders: every output buffer (bytes) and the printed text
+.tir, under two random valid pass orders and with the scheduler reordering every block it can
+(TILEC_SCHED_BUDGET=0): every output buffer (bytes) and the printed text
 must be identical; with --device, `tilec run --device --check` too.  A failure is one line,
 "SEED KIND: detail", where KIND (crash, error, roundtrip, differ, device) and the detail are
 what the reducer keeps fixed.  Exit status 1 when any program fails.
@@ -36,7 +37,7 @@ def pass_order(r):
     if r.random() < 0.5:
         p.append("remat")
     if r.random() < 0.3:
-        p.append("layout")
+        p += ["layout", "schedule"]
     return ",".join(p)
 
 
@@ -45,9 +46,10 @@ def outputs(args):
     return [a.split("=")[0] for a in args if "=" in a and "[" in a]
 
 
-def run(cmd, cwd, timeout=120):
+def run(cmd, cwd, timeout=120, env=None):
     try:
-        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                           env=dict(os.environ, **env) if env else None)
         return p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired:
         return -999, "", "timeout"
@@ -98,6 +100,8 @@ def check_one(tilec, src, args, work, seed=0, device=False, arch=True):
     modes = [("O0", ["p.tile", "-O0"]), ("O3", ["p.tile", "-O3"]), ("tir", ["p.tir"])]
     for k in range(2):
         modes.append(("pass%d" % k, ["p.tile", "--pass=" + pass_order(r)]))
+    # the scheduler with a budget of 0: every block it can improve is reordered
+    modes.append(("sched", ["p.tile", "--pass=fold,cse,dce,layout,schedule"]))
     ref = None
     for name, pre in modes:
         d = os.path.join(work, name)
@@ -105,10 +109,11 @@ def check_one(tilec, src, args, work, seed=0, device=False, arch=True):
         outs = []
         for b in bufs:
             outs += ["--out", "%s=%s/%s.npy" % (b, name, b)]
-        rc, out, err = run([tilec, "run"] + pre + ["--interp"] + args + outs, work)
+        rc, out, err = run([tilec, "run"] + pre + ["--interp"] + args + outs, work,
+                           env={"TILEC_SCHED_BUDGET": "0"} if name == "sched" else None)
         s = status("interp-" + name, rc, err)
         if s:
-            if name.startswith("pass"):
+            if name.startswith("pass") or name == "sched":
                 s = (s[0], s[1] + " [" + pre[1] + "]")
             return s
         res = {"stdout": out}
@@ -120,7 +125,7 @@ def check_one(tilec, src, args, work, seed=0, device=False, arch=True):
             continue
         for key in ["stdout"] + bufs:
             if res[key] != ref[1][key]:
-                extra = " [" + pre[1] + "]" if name.startswith("pass") else ""
+                extra = " [" + pre[1] + "]" if name.startswith("pass") or name == "sched" else ""
                 return ("differ", "%s vs %s: %s%s" % (ref[0], name, key, extra))
     if device:
         rc, out, err = run([tilec, "run", "p.tile", "--device", "--check", "--rtol", "0.002", "--atol", "0.001"] + args,
