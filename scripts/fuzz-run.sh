@@ -12,9 +12,12 @@
 #   JOBS=16 TIME=480 ./fuzz-run            (defaults: JOBS = nproc, TIME = 480 s, OUT = ./out)
 #   FRONTEND_JOBS=K                        processes on fuzz_frontend (default JOBS/2); the rest
 #                                          run fuzz_backend
+#   UNIT_TIMEOUT=S                         libFuzzer's -timeout (default 60: a kernel with 128x128
+#                                          fp8 dots takes LLVM seconds for sm_80 under ASan; a real
+#                                          hang still ends as a timeout-* artifact)
 #   MAX_LEN=N                              libFuzzer's -max_len (default 16384: the seeds go up to
 #                                          130 KB; longer inputs run slower and are truncated)
-# Each process is `bin/fuzz_T -max_total_time=... -max_len=16384 -timeout=25 -rss_limit_mb=4096 -dict=tile.dict
+# Each process is `bin/fuzz_T -max_total_time=... -max_len=16384 -timeout=60 -rss_limit_mb=4096 -dict=tile.dict
 # work/corpus-T seeds`: the processes of one target share one writable corpus (libFuzzer reloads
 # it, so what one finds the others use) over the read-only seeds.  A process that stops early (it
 # found something) is started again for the time left, so every core fuzzes for the whole time.
@@ -57,7 +60,7 @@ job() {
     left=$((deadline - now))
     [ "$left" -ge 5 ] || break
     local log="$work/logs/$t-j$j-r$run.log" t0=$now rc
-    "$work/bin/fuzz_$t" -max_total_time="$left" -max_len="${MAX_LEN:-16384}" -timeout=25 -rss_limit_mb=4096 -print_final_stats=1 \
+    "$work/bin/fuzz_$t" -max_total_time="$left" -max_len="${MAX_LEN:-16384}" -timeout="${UNIT_TIMEOUT:-60}" -rss_limit_mb=4096 -print_final_stats=1 \
       -dict="$here/tile.dict" -artifact_prefix="$work/crashes/$t-j$j-r$run-" -seed=$((1000 * j + run + 1)) \
       "$work/corpus-$t" "$here/seeds" > "$log" 2>&1
     rc=$?
