@@ -58,7 +58,7 @@ job() {
     local now left
     now=$(date +%s)
     left=$((deadline - now))
-    [ "$left" -ge 5 ] || break
+    [ "$left" -ge 5 ] && [ "$run" -lt "${MAX_RESTARTS:-20}" ] || break   # a seed that crashes at once: 20 tries
     local log="$work/logs/$t-j$j-r$run.log" t0=$now rc
     "$work/bin/fuzz_$t" -max_total_time="$left" -max_len="${MAX_LEN:-16384}" -timeout="${UNIT_TIMEOUT:-60}" -rss_limit_mb=4096 -print_final_stats=1 \
       -dict="$here/tile.dict" -artifact_prefix="$work/crashes/$t-j$j-r$run-" -seed=$((1000 * j + run + 1)) \
