@@ -4,7 +4,8 @@
  *   gpu_stress           (the GPU suite, tests/gpu/gpu-check) against the real driver, 60 s.
  *
  * 1. Launches: THREADS host threads (default 8) launch one kernel of one module on STREAMS
- *    streams (default 4) for SECONDS, in rounds.  Kernel tick(slots: ptr<u32>, tag: i32)
+ *    streams (default 4) for SECONDS, in rounds, each on a module loaded for it (so the first
+ *    launches, which resolve the kernel, race every round; the threads start together).  Kernel tick(slots: ptr<u32>, tag: i32)
  *    adds 1 to slots[tag]; each launch has a tag of its own (thread t, launch i: tag
  *    t * PER_THREAD + i), so after a round (every stream synchronized) slots[tag] must be 1
  *    for each launch tilert_launch accepted and 0 for every other tag: no launch lost, none
@@ -183,6 +184,7 @@ typedef struct Shared {
     const uint8_t *image;
     size_t image_len;
     atomic_bool stop_loader;
+    pthread_barrier_t start;    /* the workers' first launches race: each round's module is new */
 } Shared;
 
 typedef struct Worker {
@@ -205,6 +207,7 @@ static void *worker(void *p)
     Shared *sh = w->sh;
     uint32_t *slots = sh->slots;
     w->launched = 0;
+    pthread_barrier_wait(&sh->start);
     for (uint32_t i = 0; i < sh->per_thread; i++) {
         if ((i & 63) == 0 && now() > sh->deadline) break;
         uint32_t tag = (uint32_t)w->id * sh->per_thread + i;
@@ -280,10 +283,7 @@ static int launches(double seconds, int nthreads, int nstreams, const uint8_t *i
     sh.nstreams = nstreams;
     sh.image = img;
     sh.image_len = len;
-    tilert_module *m = NULL;
-    CHECK(tilert_module_load_data(img, len, &m) == TILERT_OK, "load: %s", tilert_last_error());
-    if (!m) return 1;
-    CHECK(tilert_kernel_get(m, "tick", &sh.k) == TILERT_OK, "tick: %s", tilert_last_error());
+    pthread_barrier_init(&sh.start, NULL, (unsigned)nthreads);
 #ifdef STRESS_GPU
     sh.per_thread = 1u << 21;
     for (int i = 0; i < nstreams; i++) {
@@ -292,7 +292,7 @@ static int launches(double seconds, int nthreads, int nstreams, const uint8_t *i
         sh.streams[i] = st;
     }
 #else
-    sh.per_thread = 1u << 16;
+    sh.per_thread = 1u << 12; /* short rounds: many first launches racing */
     for (int i = 0; i < nstreams; i++) sh.streams[i] = (void *)(uintptr_t)(i + 1); /* the fake's stream ids */
 #endif
     size_t nslots = (size_t)nthreads * sh.per_thread;
@@ -324,11 +324,17 @@ static int launches(double seconds, int nthreads, int nstreams, const uint8_t *i
 #else
         memset(host, 0, nslots * sizeof *host);
 #endif
+        /* a new module each round: the first launches of its kernel (which resolve it) race */
+        tilert_module *m = NULL;
+        CHECK(tilert_module_load_data(img, len, &m) == TILERT_OK, "load: %s", tilert_last_error());
+        if (!m) break;
+        CHECK(tilert_kernel_get(m, "tick", &sh.k) == TILERT_OK, "tick: %s", tilert_last_error());
         sh.deadline = end;
         for (int t = 0; t < nthreads; t++) pthread_create(&ws[t].th, NULL, worker, &ws[t]);
         for (int t = 0; t < nthreads; t++) pthread_join(ws[t].th, NULL);
         for (int i = 0; i < nstreams; i++)
             CHECK(tilert_stream_synchronize(sh.streams[i]) == TILERT_OK, "sync: %s", tilert_last_error());
+        CHECK(tilert_module_unload(m) == TILERT_OK, "unload: %s", tilert_last_error()); /* after every use */
         CHECK(download(host, sh.slots, nslots), "download: %s", tilert_last_error());
         for (int t = 0; t < nthreads; t++)
             for (uint32_t i = 0; i < sh.per_thread; i++) {
@@ -373,7 +379,7 @@ static int launches(double seconds, int nthreads, int nstreams, const uint8_t *i
     tilert_free(sh.slots);
     for (int i = 0; i < nstreams; i++) drv.stream_destroy(sh.streams[i]);
 #endif
-    CHECK(tilert_module_unload(m) == TILERT_OK, "unload: %s", tilert_last_error());
+    pthread_barrier_destroy(&sh.start);
     return 0;
 }
 
