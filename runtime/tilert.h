@@ -29,8 +29,26 @@
  * Errors: every function returns a tilert_status; on failure the calling
  * thread's tilert_last_error() names the exact problem (the argument, the
  * file, the expected and actual values).  No function calls exit() or
- * prints.  Every function is thread-safe; a module may be used from several
- * threads at once.
+ * prints.
+ *
+ * Threads: every function may be called from any thread at any time, with
+ * these rules (tests/runtime/stress.c checks them under load: 8 threads
+ * launching one kernel on 4 streams with argument errors mixed in, modules
+ * loaded and unloaded beside them; CI runs it with a fake driver, the GPU
+ * suite with the real one, ThreadSanitizer-clean):
+ *   - A module and its kernels may be used by several threads at once
+ *     (kernel lookups, checks, launches: the first launch of a kernel resolves
+ *     it under the module's lock; the TMA map cache has a lock of its own).
+ *   - tilert_module_unload must not run while another thread still uses the
+ *     module or one of its kernels, and no launch of its kernels may still be
+ *     running on the GPU (synchronize the streams first): the caller orders
+ *     unload after every use, as with free().
+ *   - tilert_last_error() is the calling thread's: a failure on one thread
+ *     never changes another's message.
+ *   - A thread with no current CUDA context launches in the module's context
+ *     (it becomes current on that thread); a thread whose current context is
+ *     another one gets TILERT_ERROR_CONTEXT.  Launches on one stream from
+ *     several threads run in the order the driver received them.
  *
  * Devices: a module belongs to the CUDA context that was current on the
  * calling thread when it was loaded (the primary context of device 0 when

@@ -6,6 +6,8 @@
 # LLVM installed), libtilert and the GPU test programs, libcmocka.so.0, the cubins of
 # every example and stdlib kernel, the test inputs, python/ (the tilec package), bench/ (bench.py and gemm.py, the GEMM bench
 # of issue 4, which compiles its own per-shape specializations there with bin/tilec), and gpu-check.
+# Random programs at scale (tests/gen/gen-run.sh, staged as gen-run; see there):
+#   run(command="cd .gpu && MODE=device SEEDS=10001:20001 OUT=$OUT ./gen-run 2>&1 | tail -c 4000", carry=[".gpu"])
 # The GEMM bench alone, its table under $OUT:
 #   run(command="cd .gpu && OUT=$OUT GPU_CHECK_BENCH_ONLY=1 BENCH_GEMM=1 ./gpu-check 2>&1 | tail -c 11000",
 #       carry=[".gpu"])
@@ -36,4 +38,12 @@ for f in "$root"/examples/*.tile "$root"/stdlib/*.tile; do
   "$build/tools/tilec" "$f" --emit=cubin -o "$stage/cubin/$(basename "${f%.tile}").cubin"
 done
 cp "$root/tests/gpu/gpu-check" "$stage/gpu-check"
+# random programs (tests/gen): the GPU suite's batch, and gen-run for 10,000 at a time
+mkdir -p "$stage/src/gen" && cp "$root"/tests/gen/*.py "$stage/src/gen/"
+cp "$root/tests/gen/gen-run.sh" "$stage/gen-run"
+size=$(du -sb "$stage" | cut -f1)
+if [ "$size" -gt $((64 << 20)) ]; then
+  echo "gpu-bundle.sh: $stage is $size bytes, more than the 64 MiB a device call carries" >&2
+  exit 1
+fi
 du -sh "$stage"

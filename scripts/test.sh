@@ -3,7 +3,8 @@
 #   1. werror:   build with -DTILEC_WERROR=ON (-Wall -Wextra -Werror), ctest
 #   2. sanitize: build with -DTILEC_SANITIZE=ON (ASan+UBSan, -fno-sanitize-recover=all), ctest
 #   3. fuzz:     build with clang-19 and -DTILEC_FUZZ=ON (libFuzzer + ASan + UBSan),
-#                replay the seed corpus tests/fuzz/corpus (ctest -L fuzz)
+#                replay the seed corpus tests/fuzz/corpus through fuzz_frontend and fuzz_backend
+#                (ctest -L fuzz)
 #   4. main:     the main job (scripts/main-job.sh) on the -Werror build: every examples/ and
 #                stdlib/ kernel must compile to IR and every example must run in the interpreter
 #                (its outputs go to build-ci-werror/main-job/); then `cmake --install` of that
@@ -30,9 +31,10 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export CTEST_OUTPUT_ON_FAILURE=1
 
 declare -a names results times
-run_step() { # run_step NAME BUILD_DIR CTEST_ARGS TARGET -- CMAKE_ARGS...  (TARGET "": all)
+run_step() { # run_step NAME BUILD_DIR CTEST_ARGS TARGETS -- CMAKE_ARGS...  (TARGETS "": all)
   local name=$1 dir=$2 ctest_args=$3 target=$4; shift 5
-  local tgt=(); [ -n "$target" ] && tgt=(--target "$target")
+  # shellcheck disable=SC2206
+  local tgt=(); [ -n "$target" ] && tgt=(--target $target)
   local g=(); [ -f "$dir/CMakeCache.txt" ] || g=("${gen[@]}")   # an existing folder keeps its generator
   local t0=$SECONDS status=PASS
   echo
@@ -58,7 +60,7 @@ for s in $steps; do
     # werror build and the main job compile every stdlib kernel already; under ASan they
     # would take most of CI's time)
     sanitize) run_step sanitize "$root/build-ci-sanitize" "-LE cubin" "" -- -DTILEC_SANITIZE=ON ;;
-    fuzz)     run_step fuzz     "$root/build-ci-fuzz"     "-L fuzz" fuzz_frontend -- -DTILEC_FUZZ=ON \
+    fuzz)     run_step fuzz     "$root/build-ci-fuzz"     "-L fuzz" "fuzz_frontend fuzz_backend" -- -DTILEC_FUZZ=ON \
                 -DCMAKE_C_COMPILER=clang-19 ;;
     main)
       t0=$SECONDS

@@ -28,9 +28,9 @@
  * Diagnostics go nowhere (Diag.out = NULL, no capture) so that the fuzzer runs
  * quietly and fast.
  *
- * Built with -DTILEC_FUZZ_STANDALONE (no libFuzzer: gcc builds), the file also
- * provides a main() that replays files and folders given on the command line,
- * so the seed corpus is replayed by every build, sanitized or not.
+ * Built without libFuzzer (gcc builds), fuzz_replay.c provides a main() that
+ * replays files and folders given on the command line, so the seed corpus is
+ * replayed by every build, sanitized or not.
  */
 #include <math.h>
 #include <stdint.h>
@@ -345,79 +345,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(src);
     return 0;
 }
-
-#ifdef TILEC_FUZZ_STANDALONE
-/* Replays inputs without libFuzzer: each argument is a file or a folder of files. */
-#include <dirent.h>
-#include <errno.h>
-#include <stdio.h>
-#include <sys/stat.h>
-
-static int replay_file(const char *path, unsigned *count)
-{
-    size_t len;
-    char *buf = tl_read_file(path, &len);
-    if (!buf) {
-        fprintf(stderr, "fuzz_frontend: cannot read %s: %s\n", path, strerror(errno));
-        return 1;
-    }
-    LLVMFuzzerTestOneInput((const uint8_t *)buf, len);
-    free(buf);
-    (*count)++;
-    return 0;
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int replay_path(const char *path, unsigned *count)
-{
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        fprintf(stderr, "fuzz_frontend: %s: %s\n", path, strerror(errno));
-        return 1;
-    }
-    if (!S_ISDIR(st.st_mode)) return replay_file(path, count);
-    DIR *dir = opendir(path);
-    if (!dir) {
-        fprintf(stderr, "fuzz_frontend: cannot open %s: %s\n", path, strerror(errno));
-        return 1;
-    }
-    char **names = NULL;
-    uint32_t n = 0, cap = 0;
-    struct dirent *e;
-    while ((e = readdir(dir)) != NULL) {
-        if (e->d_name[0] == '.') continue;
-        VEC_PUSH(names, n, cap, tl_xstrdup(e->d_name));
-    }
-    closedir(dir);
-    if (n) qsort(names, n, sizeof *names, cmp_names); /* deterministic order */
-    int bad = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        size_t plen = strlen(path) + strlen(names[i]) + 2;
-        char *full = tl_xmalloc(plen);
-        snprintf(full, plen, "%s/%s", path, names[i]);
-        bad |= replay_path(full, count);
-        free(full);
-        free(names[i]);
-    }
-    free(names);
-    return bad;
-}
-
-int main(int argc, char **argv)
-{
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s FILE|DIR...  (replays each input once)\n", argv[0]);
-        return 2;
-    }
-    unsigned count = 0;
-    int bad = 0;
-    for (int i = 1; i < argc; i++) bad |= replay_path(argv[i], &count);
-    printf("fuzz_frontend: replayed %u inputs\n", count);
-    if (count == 0) fprintf(stderr, "fuzz_frontend: no inputs found\n");
-    return bad || count == 0 ? 1 : 0;
-}
-#endif

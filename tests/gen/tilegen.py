@@ -14,6 +14,12 @@ is avoided by construction: integer divisors are `(d | 1)`, every unmasked acces
 buffer, shifts may take any count (defined), float -> int casts saturate (defined).
 Known open defects of other branches are steered around: no NaN literals and no
 maximum/minimum of one value with itself.
+FP8-operand dots: on sm_90a the GPU sums their products with about 14 bits (lang/REFERENCE.md,
+dot), so they agree with the interpreter within a tolerance, not bit for bit.  Their operands are
+made non-negative (abs before the cast to fp8: no cancellation, so the documented relative bound
+holds), and their results are only stored, as f32, to outputs of their own (f8oN), which
+`tilec run --device --check` compares with check.py's --rtol/--atol; they never feed a cast to an
+integer, a bitcast, a comparison or the hash.  Every other value is compared bit for bit.
 """
 import argparse
 import random
@@ -73,6 +79,7 @@ class Gen:
         self.params = []   # (name, type text, run argument maker)
         self.fns = set()
         self.depth = 0
+        self.fp8_outs = []  # results of FP8-operand dots: stored as f32 only (dot_stmt)
 
     def fresh(self, p="v"):
         self.n += 1
@@ -328,19 +335,28 @@ class Gen:
         r = self.r
         dt = r.choice(DOT_DT)
         acc = self.fresh("acc")
+        fp8 = dt in FP8
+        # FP8 operands: the GPU's sums are not the interpreter's bit for bit (lang/REFERENCE.md, dot:
+        # sm_90a's wgmma keeps about 14 bits), so the products are made non-negative (no cancellation:
+        # the documented relative bound holds) and the result goes straight to a float output that
+        # --check compares with its tolerance, never into the expression pool (casts to integers,
+        # bitcasts, comparisons and the hash would turn a tolerated difference into different bits).
+        opa, opb = ("(abs(load(DA, [r0, %s], [R, K]) as f32) as %s)", "(abs(load(DB, [%s, c0], [K, C]%s) as f32) as %s)") \
+            if fp8 else ("(load(DA, [r0, %s], [R, K]) as %s)", "(load(DB, [%s, c0], [K, C]%s) as %s)")
         if r.random() < 0.5:
             self.emit("var %s = zeros<f32>([R, C]);" % acc)
             k = self.fresh("k")
             self.emit("for %s in range(0, DA.shape[1], K)%s {" % (k, r.choice(["", " pipeline(2)"])))
             self.depth += 1
-            self.emit("%s = dot((load(DA, [r0, %s], [R, K]) as %s), (load(DB, [%s, c0], [K, C], other: 0) as %s), %s);"
-                      % (acc, k, dt, k, dt, acc))
+            self.emit("%s = dot(%s, %s, %s);" % (acc, opa % (k, dt), opb % (k, ", other: 0", dt), acc))
             self.depth -= 1
             self.emit("}")
-            self.vars.append(Var(acc, "f32", "RC"))
         else:
-            self.let(("dot((load(DA, [r0, 0], [R, K]) as %s), (load(DB, [0, c0], [K, C]) as %s))" % (dt, dt),
-                      "f32", "RC"), "acc")
+            self.emit("let %s = dot(%s, %s);" % (acc, opa % ("0", dt), opb % ("0", "", dt)))
+        if fp8:
+            self.fp8_outs.append(acc)
+        else:
+            self.vars.append(Var(acc, "f32", "RC"))
 
     def sort_stmt(self):
         r = self.r
@@ -462,6 +478,11 @@ class Gen:
             args.append("o%d=%s[%d]" % (j, odt, nr * nc))
             self.emit("store(o%d + idx, %s, m);" % (j, v.name))
             outs.append("o%d" % j)
+        for j, v in enumerate(self.fp8_outs):
+            params.append("f8o%d: ptr<f32>" % j)
+            args.append("f8o%d=f32[%d]" % (j, nr * nc))
+            self.emit("store(f8o%d + idx, %s, m);" % (j, v))
+            outs.append("f8o%d" % j)
         # every [R, C] value reaches memory through a hash of its bits (NaN as 7: payloads are free)
         hs = []
         for v in [v for v in self.vars if v.shape == "RC"][-8:]:

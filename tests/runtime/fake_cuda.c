@@ -10,16 +10,35 @@
  *                            swizzle << 8 | l2 << 16 | oob << 24 | type << 32,
  *                            [6] the call's serial number; a stride of 0 bytes is
  *                            refused with CUDA_ERROR_INVALID_VALUE, as a driver might.
- * Only the test test_runtime_fakedrv uses it. */
+ * For the stress test (stress.c, several threads at once): the current context is per
+ * thread, as the driver's; launches are counted atomically, per stream too
+ * (fake_stream_launches[s] for the streams (CUstream)1..8); fake_modules_live counts modules
+ * loaded and not unloaded; with fake_stress_set(slots, n, p) every launch adds 1 to
+ * slots[tag] (atomically; tag = the i32 kernel parameter p, when below n) and records no
+ * parameters or grid (fake_params and fake_grid are for one thread).
+ * Used by test_runtime_fakedrv and test_runtime_stress. */
 #include <cuda.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #define FAKE_API __attribute__((visibility("default")))
 
 FAKE_API int fake_encodes, fake_launches;
 FAKE_API uint8_t fake_params[4096];
 FAKE_API uint32_t fake_grid[3];
+FAKE_API uint32_t fake_stream_launches[9];
+FAKE_API int fake_modules_live;
+static uint32_t *stress_slots;
+static uint32_t stress_nslots;
+static int stress_param;
+
+FAKE_API void fake_stress_set(uint32_t *slots, uint32_t n, int param)
+{
+    stress_slots = slots;
+    stress_nslots = n;
+    stress_param = param;
+}
 static uint32_t param_sizes[64];
 static int nparam_sizes;
 
@@ -30,7 +49,7 @@ FAKE_API void fake_set_param_sizes(const uint32_t *sizes, int n)
 }
 
 static int ctx_token;
-static CUcontext current;
+static _Thread_local CUcontext current; /* per thread, as the driver's */
 
 FAKE_API CUresult cuInit(unsigned flags) { return CUDA_SUCCESS; }
 FAKE_API CUresult cuDriverGetVersion(int *v)
@@ -103,11 +122,20 @@ FAKE_API CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
 FAKE_API CUresult cuModuleLoadData(CUmodule *m, const void *image)
 {
     *m = (CUmodule)&ctx_token;
+    __atomic_fetch_add(&fake_modules_live, 1, __ATOMIC_RELAXED);
     return CUDA_SUCCESS;
 }
-FAKE_API CUresult cuModuleUnload(CUmodule m) { return CUDA_SUCCESS; }
+FAKE_API CUresult cuModuleUnload(CUmodule m)
+{
+    __atomic_fetch_sub(&fake_modules_live, 1, __ATOMIC_RELAXED);
+    return CUDA_SUCCESS;
+}
 FAKE_API CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 {
+    /* as slow as a driver's lookup, so that threads launching a kernel for the first time
+     * overlap in the runtime's one-time setup (the stress test's first launches race) */
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
     *f = (CUfunction)&ctx_token;
     return CUDA_SUCCESS;
 }
@@ -120,13 +148,21 @@ FAKE_API CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v
 FAKE_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                  unsigned bz, unsigned smem, CUstream s, void **params, void **extra)
 {
+    uintptr_t si = (uintptr_t)s;
+    if (si >= 1 && si <= 8) __atomic_fetch_add(&fake_stream_launches[si], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&fake_launches, 1, __ATOMIC_RELAXED);
+    if (stress_slots) {
+        int32_t tag;
+        memcpy(&tag, params[stress_param], sizeof tag);
+        if (tag >= 0 && (uint32_t)tag < stress_nslots) __atomic_fetch_add(&stress_slots[tag], 1, __ATOMIC_RELAXED);
+        return CUDA_SUCCESS;
+    }
     size_t off = 0;
     for (int i = 0; i < nparam_sizes && off + param_sizes[i] <= sizeof fake_params; i++) {
         memcpy(fake_params + off, params[i], param_sizes[i]);
         off += param_sizes[i];
     }
     fake_grid[0] = gx, fake_grid[1] = gy, fake_grid[2] = gz;
-    fake_launches++;
     return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuMemAlloc(CUdeviceptr *p, size_t n)
