@@ -15,7 +15,8 @@
  * 2. After every job finished, in kernel order whatever the threads did: the
  *    jobs' diagnostics are replayed into d, and their PTX texts are merged
  *    into one (merge_ptx): the header once, each top-level declaration once
- *    (the shared-memory array, extern functions, .file), every function.
+ *    (the shared-memory array, extern functions, .file), every function,
+ *    its "callseq" comments renumbered (LLVM counts them process-wide).
  *    So -j1 and -jN write the same bytes.
  * 3. The kernel metadata (runtime/meta.h, codegen/meta_emit.c) is appended as
  *    the global byte array __tilec_meta, so it travels inside the cubin.
@@ -295,13 +296,54 @@ static bool is_function(const Stmt *st)
                                                           starts(st, ".func") || starts(st, ".weak"));
 }
 
+/* Appends function text [p, p + n) to out, renumbering its "// callseq N"
+ * comments from *next on: LLVM's NVPTX backend numbers call sequences with
+ * a counter global to the process, so threads would number them by timing. */
+static void put_function(StrBuf *out, const char *p, size_t n, uint32_t *next)
+{
+    static const char tag[] = "// callseq ";
+    const size_t taglen = sizeof tag - 1;
+    struct {
+        uint32_t from, to;
+    } *map = NULL;
+    uint32_t nmap = 0, cap = 0;
+    const char *end = p + n;
+    while (p < end) {
+        const char *q = p;
+        while (q + taglen <= end && memcmp(q, tag, taglen) != 0) q++;
+        if (q + taglen > end) {
+            sb_putn(out, p, (size_t)(end - p));
+            break;
+        }
+        q += taglen;
+        sb_putn(out, p, (size_t)(q - p));
+        uint32_t old = 0;
+        const char *d = q;
+        while (d < end && *d >= '0' && *d <= '9') old = old * 10 + (uint32_t)(*d++ - '0');
+        if (d == q) { /* no number: leave as it is */
+            p = q;
+            continue;
+        }
+        uint32_t k = 0;
+        while (k < nmap && map[k].from != old) k++;
+        if (k == nmap) {
+            VEC_RESERVE(map, nmap, cap, nmap + 1);
+            map[nmap].from = old;
+            map[nmap++].to = (*next)++;
+        }
+        sb_printf(out, "%u", map[k].to);
+        p = d;
+    }
+    free(map);
+}
+
 /* Appends kernel PTX `ptx` to `out`: the header (.version, .target, .address_size
  * and the comments before them) only for the first kernel, any other
  * top-level statement only if no earlier kernel had the same one, functions
  * always.  Two kernels disagreeing on the header or on what a .file number
  * names would be a compiler bug: every kernel comes from one source file and
  * one target. */
-static void merge_ptx(StrBuf *out, const char *ptx, bool first, StrBuf *seen_header, StrBuf *seen)
+static void merge_ptx(StrBuf *out, const char *ptx, bool first, StrBuf *seen_header, StrBuf *seen, uint32_t *callseq)
 {
     Stmt st;
     StrBuf header = {0};
@@ -317,7 +359,7 @@ static void merge_ptx(StrBuf *out, const char *ptx, bool first, StrBuf *seen_hea
             continue;
         }
         if (is_function(&st)) {
-            sb_putn(out, st.s, st.n);
+            put_function(out, st.s, st.n, callseq);
             continue;
         }
         /* a declaration: seen holds each one met so far, NUL-separated */
@@ -397,6 +439,7 @@ bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit upto, CgResult *ou
     /* 2. in kernel order: diagnostics, then one PTX text */
     bool ok = true;
     StrBuf seen_header = {0}, seen = {0};
+    uint32_t callseq = 0;
     for (uint32_t i = 0; i < n; i++) {
         Job *j = &pool.jobs[i];
         if (j->d.buf.len) {
@@ -406,7 +449,7 @@ bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit upto, CgResult *ou
         d->nerrors += j->d.nerrors;
         d->nwarnings += j->d.nwarnings;
         ok = ok && j->ok;
-        if (ok) merge_ptx(&out->ptx, j->ptx.s ? j->ptx.s : "", i == 0, &seen_header, &seen);
+        if (ok) merge_ptx(&out->ptx, j->ptx.s ? j->ptx.s : "", i == 0, &seen_header, &seen, &callseq);
         sb_free(&j->ptx);
         diag_free(&j->d);
     }
