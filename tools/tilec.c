@@ -501,9 +501,9 @@ static bool parse_emit(const char *arg, CompileOpts *co)
         size_t k = 0;
         while (k < TL_COUNTOF(emit_names) && !(strlen(emit_names[k]) == kn && strncmp(p, emit_names[k], kn) == 0)) k++;
         if (k == TL_COUNTOF(emit_names)) {
-            driver_usage_error("tilec", "--emit wants tokens, ast, ir, llvm, ptx, cubin, header or meta (a list: "
-                               "--emit=cubin,header,meta; a path each: --emit=cubin=g.cubin,header=g.h), not '%.*s'",
-                               (int)kn, p);
+            driver_usage_error("tilec", "--emit wants tokens, ast, ir, llvm, ptx, cubin, header or meta, not '%.*s' "
+                               "(several at once: --emit=cubin,header,meta, or with paths: "
+                               "--emit=cubin=g.cubin,header=g.h)", (int)kn, p);
             return false;
         }
         if (eq && eq + 1 == p + n) {
