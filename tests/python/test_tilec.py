@@ -9,6 +9,7 @@ import ctypes
 import os
 import sys
 import unittest
+from unittest import mock
 
 import tilec
 from tilec import _args
@@ -443,6 +444,68 @@ class StdlibMoe(unittest.TestCase):
                           ("out", "tensor", "bf16")])
         with self.assertRaises(tilec.NoDriverError):
             mc(y, slots, w)
+
+
+class StdlibLaunchChecks(unittest.TestCase):
+    """Each tilec.stdlib function's launches, with the runtime's argument checks and grid instead
+    of the launch (Kernel.grid: no driver): the arguments it builds (outputs it allocates, empty
+    views, workspaces) satisfy the kernels' parameters and requires(...) clauses."""
+
+    def setUp(self):
+        self.calls, self.ptr = [], 0x7f0000000000
+        real_compile, test = tilec.stdlib.compile, self
+
+        def compile_inspect(*a, **kw):
+            return real_compile(*a, inspect_only=True, **kw)
+
+        def launch(k, *args, stream=None, grid=None):
+            try:
+                test.calls.append((k.name, k.grid(*args)))
+            except tilec.GridError as e:   # checks passed; the grid needs the device's SM count
+                test.assertIn("num_sms()", str(e))
+                test.calls.append((k.name, "num_sms"))
+
+        def workspace(like, shape):
+            return self.t(list(shape), "float32")
+
+        patches = [mock.patch.object(tilec.stdlib, "compile", compile_inspect),
+                   mock.patch.object(tilec.Kernel, "__call__", launch),
+                   mock.patch.object(tilec.stdlib, "_f32_empty", workspace)]
+        for p in patches:
+            p.start()
+            self.addCleanup(p.stop)
+
+    def t(self, shape, dtype):
+        self.ptr += 1 << 32     # distinct, aligned addresses: nothing is read
+        return TorchLike(shape, dtype, ptr=self.ptr)
+
+    def test_attention(self):
+        b = lambda *s: self.t(list(s), "bfloat16")   # noqa: E731
+        i = lambda *s: self.t(list(s), "int32")      # noqa: E731
+        st = tilec.stdlib
+        st.flash_attn(b(2, 8, 300, 128), b(2, 2, 333, 128), b(2, 2, 333, 128), causal=True)
+        o, lse = st.flash_attn(b(2, 8, 300, 128), b(2, 2, 333, 128), b(2, 2, 333, 128), lse=True)
+        self.assertEqual((lse.shape, lse.dtype.name), ((2, 8, 300), "float32"))
+        st.flash_attn_varlen(b(466, 8, 64), b(590, 2, 64), b(590, 2, 64), i(5), i(5), 300, 420, causal=True)
+        st.paged_attn_decode(b(3, 3, 32, 128), b(77, 16, 8, 128), b(77, 16, 8, 128), i(3, 24), i(3), split=1)
+        st.paged_attn_decode(b(3, 3, 32, 128), b(77, 16, 8, 128), b(77, 16, 8, 128), i(3, 24), i(3), lse=True,
+                             split=4)
+        self.assertEqual(self.calls, [
+            ("flash_attn_fwd", (3, 16, 1)), ("flash_attn_fwd_lse", (3, 16, 1)),
+            ("flash_attn_varlen_fwd", (3, 32, 1)),
+            ("paged_attn_decode", "num_sms"),                   # split 1: no combine
+            ("paged_attn_decode", (24, 4, 1)), ("paged_attn_decode_combine", (36, 4, 1))])
+
+    def test_moe(self):
+        st = tilec.stdlib
+        w, ids = st.moe_topk_softmax(self.t([100, 64], "float32"), 8)
+        self.assertEqual((w.shape, w.dtype.name, ids.shape, ids.dtype.name), ((100, 8), "float32", (100, 8), "int32"))
+        c = st.moe_grouped_gemm(self.t([640, 256], "bfloat16"), self.t([4, 384, 256], "bfloat16"),
+                                self.t([5], "int32"), 384)
+        self.assertEqual((c.shape, c.dtype.name), ((640, 384), "bfloat16"))
+        st.moe_combine(self.t([300, 256], "bfloat16"), self.t([200], "int32"), self.t([50, 4], "float32"))
+        self.assertEqual(self.calls, [("moe_topk_softmax", (7, 1, 1)), ("moe_grouped_gemm", (3, 3, 4)),
+                                      ("moe_combine", (50, 1, 1))])
 
 
 if __name__ == "__main__":
