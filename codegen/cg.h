@@ -21,12 +21,22 @@ typedef struct CgTarget {
     bool debug;         /* -g: keep assert() in the kernels (dropped otherwise) */
     bool fast_math;     /* --fast-math: approximate math and f32 division (see lower_math.c) */
     bool keep_llvm;     /* --save-temps: CgResult.llvm holds the LLVM IR also when compiling further */
+    int jobs;           /* -j: threads for the kernels' LLVM work and for ptxas; 0 or 1: this thread alone.
+                         * The output does not depend on it. */
 } CgTarget;
+
+/* CPU seconds one kernel took in its thread (-v): lowering to LLVM IR, LLVM's
+ * optimisation pipeline, and the NVPTX backend to PTX. */
+typedef struct CgTimes {
+    double lower, opt, ptx;
+} CgTimes;
 
 /* target.c: runs LLVM's optimisation pipeline at opt_level on the module (an
  * LLVMModuleRef passed as void* to keep LLVM out of this header) and writes
  * its PTX to `ptx`.  The module is consumed. */
 bool cg_emit_ptx(void *llvm_module, const CgTarget *t, StrBuf *ptx, Diag *d);
+/* The same, with the CPU time of the pipeline and of the backend in times->opt and ->ptx. */
+bool cg_emit_ptx_timed(void *llvm_module, const CgTarget *t, StrBuf *ptx, CgTimes *times, Diag *d);
 
 /* jitlink.c: PTX -> cubin in process through nvJitLink.  *cubin is malloc'd.
  * `info` receives nvJitLink's info log (ptxas's per-kernel resource usage). */
@@ -46,10 +56,13 @@ typedef struct CgResult {
     StrBuf info;                    /* nvJitLink's info log: registers, spills, shared memory */
     struct CgKernelFacts *facts;    /* one per kernel, in module order (their TMA descriptors owned here) */
     uint32_t nfacts;
+    CgTimes *times;                 /* one per kernel, in module order */
+    double ptxas_cpu;               /* CPU seconds of the process in nvJitLink (all its threads) */
 } CgResult;
 
 struct IrModule;
-/* Compiles every kernel of m (the layout pass must have run) up to `upto`. */
+/* Compiles every kernel of m (the layout pass must have run) up to `upto`,
+ * the kernels in up to t->jobs threads; the same output for any t->jobs. */
 bool cg_compile_module(struct IrModule *m, const CgTarget *t, CgEmit upto, CgResult *out, Diag *d);
 void cg_result_free(CgResult *r);
 

@@ -115,6 +115,10 @@ bool cg_ptx_to_cubin(const char *ptx, size_t ptx_len, const CgTarget *t, void **
     /* nvJitLink takes only -O0 and -O3 itself; ptxas's -O1/-O2 go through -Xptxas */
     int lvl = t->opt_level < 0 ? 0 : t->opt_level > 3 ? 3 : t->opt_level;
     snprintf(opt, sizeof opt, lvl == 1 || lvl == 2 ? "-Xptxas=-O%d" : "-O%d", lvl);
+    /* One ptxas run over the whole module, in this thread: nvJitLink's
+     * -split-compile leaves PTX input to one thread, and ptxas's own
+     * (-Xptxas=--split-compile) changes the cubin's bytes (.nv.info order) with
+     * the thread count, so -j does not reach here. */
     const char *opts[4] = {arch, opt};
     uint32_t nopt = 2;
     if (t->lineinfo) opts[nopt++] = "-lineinfo";

@@ -1,7 +1,8 @@
 /* target.c: LLVM's NVPTX target: the optimisation pipeline and PTX emission.
  *
  * 1. Initialise the NVPTX target once per process (pthread_once: LLVM's
- *    registries are global).
+ *    registries are global).  The rest is per call, on the caller's module
+ *    and context: threads compiling different modules do not meet here.
  * 2. Make a target machine for nvptx64-nvidia-cuda with the arch as the CPU
  *    and its PTX ISA version (ir/target.def) as the feature.
  * 3. Run the new pass manager's default<On> pipeline.
@@ -11,6 +12,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
@@ -28,8 +30,21 @@ static void init_nvptx(void)
     LLVMInitializeNVPTXAsmPrinter();
 }
 
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 bool cg_emit_ptx(void *llvm_module, const CgTarget *t, StrBuf *ptx, Diag *d)
 {
+    return cg_emit_ptx_timed(llvm_module, t, ptx, NULL, d);
+}
+
+bool cg_emit_ptx_timed(void *llvm_module, const CgTarget *t, StrBuf *ptx, CgTimes *times, Diag *d)
+{
+    double t0 = cpu_now();
     LLVMModuleRef mod = llvm_module;
     char *err = NULL;
     bool ok = false;
@@ -65,6 +80,8 @@ bool cg_emit_ptx(void *llvm_module, const CgTarget *t, StrBuf *ptx, Diag *d)
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
     LLVMErrorRef e = LLVMRunPasses(mod, pipeline, tm, po);
     LLVMDisposePassBuilderOptions(po);
+    double t1 = cpu_now();
+    if (times) times->opt = t1 - t0;
     if (e) {
         char *msg = LLVMGetErrorMessage(e);
         diag_error_noloc(d, "LLVM optimisation pipeline failed: %s", msg);
@@ -84,6 +101,7 @@ bool cg_emit_ptx(void *llvm_module, const CgTarget *t, StrBuf *ptx, Diag *d)
     ptx->len += (uint32_t)n;
     ptx->s[ptx->len] = 0;
     LLVMDisposeMemoryBuffer(buf);
+    if (times) times->ptx = cpu_now() - t1;
     ok = true;
 out:
     LLVMDisposeTargetMachine(tm);

@@ -6,7 +6,8 @@ and compares the results with a float64 reference computed here, in plain Python
 a kernel of stdlib/ has no check here (a new stdlib kernel needs one).
 
 TILEC defaults to build/tools/tilec.  Sizes are small: the interpreter and this
-reference both run on the CPU.
+reference both run on the CPU.  The checks run in TILEC_JOBS threads (default: the number of
+CPUs), each with its own scratch folder; their lines are printed in the checks' order.
 """
 import ast
 import math
@@ -18,11 +19,15 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TILEC = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "tools", "tilec")
 STDLIB = os.environ.get("TILEC_STDLIB", os.path.join(ROOT, "stdlib"))  # another folder: to test this script
 TMP = tempfile.mkdtemp(prefix="tilec-stdlib-")
+JOBS = max(1, int(os.environ.get("TILEC_JOBS", "0") or 0) or os.cpu_count() or 1)
+_local = threading.local()   # per check (thread): .tmp, its scratch folder; .lines, what it printed
 failures = []
 checked = set()     # (file, kernel) pairs that some check ran
 
@@ -77,20 +82,29 @@ def run(src, kernel, args, outs, defines=()):
         cmd += ["-D", d]
     cmd += ["--interp"] + args
     for o in outs:
-        cmd += ["--out", "%s=%s" % (o, os.path.join(TMP, o + ".npy"))]
+        cmd += ["--out", "%s=%s" % (o, tmpfile(o + ".npy"))]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError("failed: %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
     res = {}
     for o in outs:
-        descr, vals = npy_read(os.path.join(TMP, o + ".npy"))
+        descr, vals = npy_read(tmpfile(o + ".npy"))
         conv = {"<u2": from_bf16, "|u1": from_e4m3}.get(descr)  # bf16 and fp8 come as bits
         res[o] = [conv(v) for v in vals] if conv else vals
     return res
 
 
 def tmpfile(name):
-    return os.path.join(TMP, name)
+    return os.path.join(getattr(_local, "tmp", TMP), name)
+
+
+def say(line):
+    """A line of the current check's report (printed in the checks' order, see main)."""
+    lines = getattr(_local, "lines", None)
+    if lines is None:
+        print(line)
+    else:
+        lines.append(line)
 
 
 def close(name, got, ref, rtol, atol):
@@ -98,7 +112,7 @@ def close(name, got, ref, rtol, atol):
     bad = [i for i, (g, r) in enumerate(zip(got, ref)) if not abs(g - r) <= atol + rtol * abs(r)]
     ok = len(got) == len(ref) and not bad
     detail = "" if ok else " first bad at %d: got %r, want %r" % (bad[0], got[bad[0]], ref[bad[0]]) if bad else " size"
-    print("  %-44s %-4s (%d values)%s" % (name, "ok" if ok else "FAIL", len(ref), detail))
+    say("  %-44s %-4s (%d values)%s" % (name, "ok" if ok else "FAIL", len(ref), detail))
     if not ok:
         failures.append(name)
 
@@ -106,7 +120,7 @@ def close(name, got, ref, rtol, atol):
 def equal(name, got, ref):
     ok = got == ref
     count = " (%d values)" % len(ref) if isinstance(ref, list) else ""
-    print("  %-44s %-4s%s" % (name, "ok" if ok else "FAIL", count))
+    say("  %-44s %-4s%s" % (name, "ok" if ok else "FAIL", count))
     if not ok:
         failures.append(name)
 
@@ -115,7 +129,7 @@ def check(fn):
     try:
         fn()
     except Exception as e:  # a failed run is a failed check; the others still run
-        print("  %-44s FAIL %s" % (fn.__name__, e))
+        say("  %-44s FAIL %s" % (fn.__name__, e))
         failures.append(fn.__name__)
 
 
@@ -932,12 +946,26 @@ if __name__ == "__main__":
     if not os.access(TILEC, os.X_OK):
         sys.exit("check-stdlib.py: %s is not an executable tilec" % TILEC)
     print("check-stdlib.py: stdlib kernels in the interpreter against float64 references")
-    for c in (gemm, gemm_small_m, fp8_gemm, fp8_gemm_small_m, warp_specialized, fp8_quant, attention, attention_fp8,
-              decode, norms, softmax, moe, moe_route, moe_align, moe_layer, moe_fp8_gemm):
-        check(c)
+    def isolated(fn):
+        """Runs check fn in its own scratch folder; returns the lines it printed."""
+        _local.tmp = tempfile.mkdtemp(prefix=fn.__name__ + "-", dir=TMP)
+        _local.lines = []
+        check(fn)
+        lines, _local.lines = _local.lines, None
+        return lines
+
+    checks = (gemm, gemm_small_m, fp8_gemm, fp8_gemm_small_m, warp_specialized, fp8_quant, attention, attention_fp8,
+              decode, norms, softmax, moe, moe_route, moe_align, moe_layer, moe_fp8_gemm)
+    with ThreadPoolExecutor(max_workers=JOBS) as pool:
+        for lines in pool.map(isolated, checks):   # in the checks' order
+            for line in lines:
+                print(line)
     # every kernel of every stdlib file must have a check here
-    for src in sorted(f for f in os.listdir(STDLIB) if f.endswith(".tile")):
-        r = subprocess.run([TILEC, os.path.join(STDLIB, src), "--emit=ir"], capture_output=True, text=True)
+    srcs = sorted(f for f in os.listdir(STDLIB) if f.endswith(".tile"))
+    with ThreadPoolExecutor(max_workers=JOBS) as pool:
+        irs = list(pool.map(lambda src: subprocess.run([TILEC, os.path.join(STDLIB, src), "--emit=ir"],
+                                                       capture_output=True, text=True), srcs))
+    for src, r in zip(srcs, irs):
         names = sorted(set(re.findall(r'^kernel @\S+ "([^"]*)"', r.stdout, re.M)))
         if r.returncode != 0 or not names:
             print("  %-44s FAIL does not compile" % src)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # main-job.sh [BUILD_DIR]: the main job, on an existing build (scripts/main.sh builds first).
 #   1. compiles every examples/*.tile and stdlib/*.tile to tile IR, an sm_90a cubin and a C
-#      header with the cubin embedded:
-#        tilec FILE --emit=ir -o BUILD_DIR/main-job/ir/{examples,stdlib}/NAME.tir
-#        tilec FILE --emit=cubin -o BUILD_DIR/main-job/cubin/{examples,stdlib}/NAME.cubin
-#        tilec FILE --emit=header --embed -o BUILD_DIR/main-job/include/{examples,stdlib}/NAME.h
+#      header with the cubin embedded, in one compilation per file (its kernels in parallel
+#      threads: tilec -j, default the number of CPUs):
+#        tilec FILE --emit=ir=BUILD_DIR/main-job/ir/{examples,stdlib}/NAME.tir,
+#                          cubin=BUILD_DIR/main-job/cubin/{examples,stdlib}/NAME.cubin,
+#                          header=BUILD_DIR/main-job/include/{examples,stdlib}/NAME.h --embed
 #      (everything the job writes is under BUILD_DIR/main-job/, logs in BUILD_DIR/main-job/logs/:
 #      the job never touches the CMake build folders of BUILD_DIR, such as BUILD_DIR/ir)
 #   2. runs every example in the reference interpreter on random data, once per line of its
@@ -62,9 +63,8 @@ for src in examples/*.tile stdlib/*.tile; do
   tir=$irdir/$dir/$name.tir log=$logdir/$dir-$name.ir.log
   t0=$(now)
   cubin=$cubindir/$dir/$name.cubin header=$incdir/$dir/$name.h
-  if "$tilec" "$src" --emit=ir -o "$tir" --diagnostics-color=never >"$log" 2>&1 &&
-     "$tilec" "$src" --emit=cubin -o "$cubin" --diagnostics-color=never >>"$log" 2>&1 &&
-     "$tilec" "$src" --emit=header --embed -o "$header" --diagnostics-color=never >>"$log" 2>&1; then
+  if "$tilec" "$src" --emit="ir=$tir,cubin=$cubin,header=$header" --embed --diagnostics-color=never \
+       >"$log" 2>&1; then
     t=$(elapsed "$t0" "$(now)")
     while read -r sym _; do
       [ -n "$sym" ] || continue

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../passes/pass.h"
 
@@ -38,9 +39,38 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static void stage(const DriverOpts *o, const char *what, double since)
 {
     if (o->verbose) fprintf(stderr, "tilec: %-8s %8.3f ms\n", what, (now() - since) * 1e3);
+}
+
+/* -v after code generation: where its CPU time went (the machine may be
+ * shared, so CPU seconds rather than wall-clock ones), per kernel and for
+ * ptxas (nvJitLink, the whole module at once), and the whole stage's wall and
+ * CPU time with the threads it had. */
+static void codegen_times(const DriverOpts *o, const IrModule *m, const CgResult *r, DriverStage upto,
+                          double wall0, double cpu0)
+{
+    if (!o->verbose) return;
+    double lower = 0, opt = 0, ptx = 0;
+    for (uint32_t i = 0; i < m->nfuncs && i < r->nfacts; i++) {
+        const CgTimes *c = &r->times[i];
+        lower += c->lower, opt += c->opt, ptx += c->ptx;
+        if (upto == DRIVER_LLVM) continue;
+        fprintf(stderr, "tilec:   kernel %s: lower %.1f ms, llvm-opt %.1f ms, llvm-ptx %.1f ms (CPU)\n", m->funcs[i]->name,
+                c->lower * 1e3, c->opt * 1e3, c->ptx * 1e3);
+    }
+    fprintf(stderr, "tilec:   CPU: lower %.1f ms, llvm-opt %.1f ms, llvm-ptx %.1f ms", lower * 1e3, opt * 1e3, ptx * 1e3);
+    if (upto == DRIVER_CUBIN) fprintf(stderr, ", ptxas %.1f ms", r->ptxas_cpu * 1e3);
+    fprintf(stderr, "; the stage: %.1f ms CPU, %.1f ms wall, -j%d\n", (cpu_now() - cpu0) * 1e3, (now() - wall0) * 1e3,
+            o->jobs);
 }
 
 static IrModule *lower_tile(Source *s, const DriverOpts *o)
@@ -201,9 +231,10 @@ bool driver_compile(Source *s, const DriverOpts *o, IrModule **mp, DriverStage u
     /* 5. LLVM -> PTX -> cubin */
     CgTarget target = driver_target(o);
     CgEmit cg_upto = upto == DRIVER_LLVM ? CG_EMIT_LLVM : upto == DRIVER_PTX ? CG_EMIT_PTX : CG_EMIT_CUBIN;
-    double t = now();
+    double t = now(), c = cpu_now();
     bool ok = cg_compile_module(m, &target, cg_upto, r, d) && d->nerrors == errors;
     stage(o, upto == DRIVER_LLVM ? "llvm" : upto == DRIVER_PTX ? "ptx" : "cubin", t);
+    if (ok) codegen_times(o, m, r, upto, t, c);
     if (ok && o->verbose && r->info.len) print_ptxas_report(r->info.s);
     if (!ok) cg_result_free(r);
     return ok;
@@ -340,6 +371,17 @@ int driver_common_opt(DriverOpts *o, int c, const char *arg)
     case 'D': return add_define(o, arg);
     case 'v': o->verbose = true; return 1;
     case 'g': o->debug = true; return 1;
+    case 'j': {
+        char *end;
+        errno = 0;
+        long n = strtol(arg, &end, 10);
+        if (errno || *end || end == arg || n < 1 || n > 1024) {
+            driver_usage_error(o->cmd, "-j wants a number of threads from 1 to 1024, not '%s'", arg);
+            return -1;
+        }
+        o->jobs = (int)n;
+        return 1;
+    }
     case 'O':
         o->opt_given = true;
         if (!arg) arg = "3";
@@ -396,6 +438,8 @@ void driver_opts_init(DriverOpts *o, const char *cmd)
     o->opt_level = DRIVER_DEFAULT_OPT;
     o->arch = ir_target_default();
     o->lineinfo = true;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    o->jobs = cpus < 1 ? 1 : cpus > 1024 ? 1024 : (int)cpus;
 }
 
 void driver_normalize_argv(int argc, char **argv)
@@ -427,6 +471,7 @@ CgTarget driver_target(const DriverOpts *o)
     t.debug = o->debug;
     t.fast_math = o->fast_math;
     t.keep_llvm = o->save_temps;
+    t.jobs = o->jobs;
     return t;
 }
 

@@ -34,6 +34,7 @@ typedef struct DriverOpts {
     bool fast_math;             /* --fast-math: hardware approximations for math and f32 division */
     bool save_temps;            /* --save-temps: code generation keeps the LLVM IR too (CgTarget.keep_llvm) */
     uint32_t remarks;           /* --remarks: bit k set prints remarks of kind k (common/remarks.def) */
+    int jobs;                   /* -j: threads for code generation (default: the online CPUs); never below 1 */
     FeSpecSet *specs;           /* --spec (tilec FILE only; spec.c): several specializations */
     uint32_t nspecs, speccap;
 } DriverOpts;
@@ -66,8 +67,8 @@ int driver_common_opt(DriverOpts *o, int c, const char *arg);
         {"arch", required_argument, NULL, OPT_ARCH}, {"lineinfo", no_argument, NULL, OPT_LINEINFO},   \
         {"no-lineinfo", no_argument, NULL, OPT_NO_LINEINFO},                                             \
         {"fast-math", no_argument, NULL, OPT_FAST_MATH}, {"remarks", required_argument, NULL, OPT_REMARKS}
-/* The short options driver_common_opt handles (-D, -v, -O, -g). */
-#define DRIVER_COMMON_SHORTOPTS "D:vO::g"
+/* The short options driver_common_opt handles (-D, -v, -O, -g, -j). */
+#define DRIVER_COMMON_SHORTOPTS "D:vO::gj:"
 /* nvcc's spellings -lineinfo, -use_fast_math, -arch=ARCH and -arch ARCH become
  * --lineinfo, --fast-math and --arch (getopt_long reads only "--" long options). */
 void driver_normalize_argv(int argc, char **argv);

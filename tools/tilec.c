@@ -39,11 +39,22 @@
 typedef enum { EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LLVM, EMIT_PTX, EMIT_CUBIN, EMIT_HEADER, EMIT_META } Emit;
 
 static const char *const emit_names[] = {"tokens", "ast", "ir", "llvm", "ptx", "cubin", "header", "meta"};
+/* The file name endings of the kinds, for -o STEM with several kinds (ORDER: Emit). */
+static const char *const emit_exts[] = {".tokens", ".ast", ".tir", ".ll", ".ptx", ".cubin", ".h", ".json"};
+
+/* One output of --emit=KIND[=PATH],... */
+typedef struct EmitOut {
+    Emit kind;
+    const char *path;           /* KIND=PATH, or NULL: from -o (see output_path) */
+} EmitOut;
 
 /* What `tilec FILE` alone takes besides DriverOpts. */
 typedef struct CompileOpts {
-    Emit emit;
-    const char *out_path;       /* -o; NULL: standard output (a cubin: STEM.cubin) */
+    Emit emit;                  /* the first output's kind */
+    EmitOut *outs;              /* --emit=KIND[=PATH],...: one compilation, several outputs, in this order */
+    uint32_t nouts, outcap;
+    const char *out_path;       /* -o; NULL: standard output (a cubin: STEM.cubin).  With several
+                                 * outputs: the stem of those without a PATH (STEM.EXT, emit_exts) */
     bool embed;                 /* --embed: the cubin inside the header */
     const char *cubin_path;     /* --cubin-path: where the header's loader looks (no --embed) */
     const char *module_name;    /* --module-name: the prefix of the header's module functions */
@@ -69,7 +80,10 @@ static const char usage_text[] =
     "                           (tokens, ast, ir, llvm, ptx, header) goes to standard output and a\n"
     "                           cubin to STEM.cubin in the current folder (STEM: FILE without .tile)\n"
     "  --emit=tokens|ast|ir|llvm|ptx|cubin|header|meta\n"
-    "                           what to write (default: ir):\n"
+    "                           what to write (default: ir); a list, --emit=cubin,header,meta,\n"
+    "                           compiles once and writes each: KIND=PATH where PATH is given,\n"
+    "                           else STEM.tokens|.ast|.tir|.ll|.ptx|.cubin|.h|.json with -o STEM\n"
+    "                           (default STEM: FILE without .tile, in the current folder):\n"
     "                             tokens, ast   the lexer's tokens, the syntax tree (.tile only)\n"
     "                             ir            tile IR after the passes\n"
     "                             llvm          LLVM IR after lowering, before LLVM's optimizer\n"
@@ -116,9 +130,12 @@ static const char usage_tail[] =
     "  --remarks=NAME[,NAME...]|all\n"
     "                           explain the compiler's choices as 'file:line:col: remark:' lines\n"
     "                           on stderr (see 'Remarks' below)\n"
-    "  -v                       print each stage and the time it took to stderr; with\n"
-    "                           --emit=cubin or --embed, also ptxas's report per kernel\n"
-    "                           (registers, barriers, stack frame, spills)\n"
+    "  -v                       print each stage and the time it took to stderr, and per kernel\n"
+    "                           the CPU time of lowering, LLVM's pipeline and its PTX backend\n"
+    "                           (and ptxas's for the module); with --emit=cubin or --embed, also\n"
+    "                           ptxas's report per kernel (registers, barriers, stack frame, spills)\n"
+    "  -j N                     compile the kernels (and specializations) of FILE in N threads\n"
+    "                           (default: the number of CPUs); the output is the same for any N\n"
     "  --version                print the version of tilec and of the LLVM it is built for\n"
     "  -h, --help               print this help\n"
     "\n"
@@ -189,11 +206,15 @@ static char *input_stem(const char *input)
     return stem_of(input, driver_has_suffix(input, ".tir") ? ".tir" : ".tile");
 }
 
-/* --emit=header: the module name, the cubin path, and the header text. */
-static bool emit_header(const DriverOpts *o, const CompileOpts *co, Source *s, IrModule *m, StrBuf *out)
+/* --emit=header: the module name, the cubin path, and the header text, written
+ * to hpath (NULL: standard output).  r: the compilation to a cubin for
+ * co->archs[0] (--embed), else NULL. */
+static bool emit_header(const DriverOpts *o, const CompileOpts *co, Source *s, IrModule *m, const char *hpath,
+                        const CgResult *r, StrBuf *out)
 {
-    CgResult r = {0};
-    if (co->embed && !driver_compile(s, o, &m, DRIVER_CUBIN, &r)) return false;
+    static const CgResult none;
+    if (!r) r = &none;
+    TL_ASSERT(!co->embed || r->cubin, "tilec");
     /* --arch=A,B,...: the first arch is m's; each other one compiles the source again for it */
     HeaderImage *images = tl_xcalloc(co->narchs + 1, sizeof *images);
     CgResult *more = tl_xcalloc(co->narchs + 1, sizeof *more);
@@ -202,7 +223,7 @@ static bool emit_header(const DriverOpts *o, const CompileOpts *co, Source *s, I
     for (uint32_t i = 0; i < co->narchs && built; i++) {
         sb_printf(&archs, i ? ",%s" : "%s", co->archs[i]->name);
         if (i == 0) {
-            images[0] = (HeaderImage){co->archs[0]->name, r.cubin, r.cubin_len};
+            images[0] = (HeaderImage){co->archs[0]->name, r->cubin, r->cubin_len};
             continue;
         }
         DriverOpts oi = *o;
@@ -214,8 +235,8 @@ static bool emit_header(const DriverOpts *o, const CompileOpts *co, Source *s, I
     }
     char *stem = input_stem(o->input);
     char *name = co->module_name ? tl_xstrdup(co->module_name)
-                 : co->out_path && strcmp(co->out_path, "-") != 0 ? stem_of(co->out_path, ".h")
-                                                                   : tl_xstrdup(stem);
+                 : hpath && strcmp(hpath, "-") != 0 ? stem_of(hpath, ".h")
+                                                    : tl_xstrdup(stem);
     char *cubin_path = NULL;
     if (!co->embed) {
         size_t n = strlen(stem) + sizeof ".cubin";
@@ -228,8 +249,8 @@ static bool emit_header(const DriverOpts *o, const CompileOpts *co, Source *s, I
         .arch = o->arch->name,
         .opt_level = o->opt_level,
         .debug = o->debug,
-        .cubin = r.cubin,
-        .cubin_len = r.cubin_len,
+        .cubin = r->cubin,
+        .cubin_len = r->cubin_len,
         .cubin_path = co->cubin_path ? co->cubin_path : cubin_path,
         .tilec_version = TILEC_VERSION,
         .embed_c = co->embed_c,
@@ -256,7 +277,6 @@ static bool emit_header(const DriverOpts *o, const CompileOpts *co, Source *s, I
     free(cubin_path);
     free(name);
     free(stem);
-    cg_result_free(&r);
     return ok;
 }
 
@@ -371,6 +391,25 @@ static bool save_temps(const DriverOpts *o, Source *s, const IrModule *m, const 
     return ok;
 }
 
+/* Where output e goes (malloc'd; NULL: standard output): its own PATH; with
+ * one output, -o (without it a cubin goes to STEM.cubin, the rest to standard
+ * output); with several, -o STEM (default: the input's stem, in the current
+ * folder) and the kind's ending. */
+static char *output_path(const DriverOpts *o, const CompileOpts *co, const EmitOut *e)
+{
+    if (e->path) return tl_xstrdup(e->path);
+    if (co->nouts <= 1 && co->out_path) return tl_xstrdup(co->out_path);
+    if (co->nouts <= 1 && e->kind != EMIT_CUBIN) return NULL;
+    char *stem = co->out_path ? tl_xstrdup(co->out_path) : input_stem(o->input);
+    size_t n = strlen(stem) + strlen(emit_exts[e->kind]) + 1;
+    char *path = tl_xmalloc(n);
+    snprintf(path, n, "%s%s", stem, emit_exts[e->kind]);
+    free(stem);
+    return path;
+}
+
+/* tilec FILE: one compilation, as far as the outputs need, then each output
+ * written in the order --emit named them. */
 static int compile(const DriverOpts *o, const CompileOpts *co)
 {
     Source s;
@@ -378,81 +417,68 @@ static int compile(const DriverOpts *o, const CompileOpts *co)
         source_close(&s);
         return 1;
     }
-    StrBuf out = {0};
-    const void *bytes = NULL;   /* what to write: out, or a cubin */
-    size_t nbytes = 0;
+    StrBuf text[TL_COUNTOF(emit_names)] = {{0}};
+    bool want[TL_COUNTOF(emit_names)] = {0};
+    for (uint32_t i = 0; i < co->nouts; i++) want[co->outs[i].kind] = true;
     CgResult r = {0};
     IrModule *m = NULL;
-    bool ok = false;
+    bool ok = true;
     double t = now();
     if (co->list_kernels) {
-        ok = list_kernels(&s, &out);
-        goto write;
+        ok = list_kernels(&s, &text[0]);
+        if (ok) ok = write_bytes(co->out_path, text[0].s, text[0].len, &s.diag);
+        sb_free(&text[0]);
+        source_close(&s);
+        return ok ? 0 : 1;
     }
-    switch (co->emit) {
-    case EMIT_TOKENS:
-        ok = ast_dump_tokens(&out, s.path, s.text, s.len, &s.diag) && s.diag.nerrors == 0;
+    if (want[EMIT_TOKENS]) {
+        ok = ast_dump_tokens(&text[EMIT_TOKENS], s.path, s.text, s.len, &s.diag) && s.diag.nerrors == 0;
         stage(o, "lex", t);
-        break;
-    case EMIT_AST: {
+    }
+    if (ok && want[EMIT_AST]) {
+        t = now();
         Ast *ast = ast_parse(s.path, s.text, s.len, &s.diag);
         stage(o, "parse", t);
         ok = ast && s.diag.nerrors == 0;
-        if (ok) ast_dump(&out, ast);
+        if (ok) ast_dump(&text[EMIT_AST], ast);
         if (ast) ast_free(ast);
-        break;
     }
-    case EMIT_IR:
-    case EMIT_LLVM:
-    case EMIT_PTX:
-    case EMIT_CUBIN:
-    case EMIT_META: {
-        /* --save-temps takes every compilation to a cubin */
-        DriverStage upto = o->save_temps || co->emit == EMIT_CUBIN || co->emit == EMIT_META ? DRIVER_CUBIN
-                           : co->emit == EMIT_LLVM                                         ? DRIVER_LLVM
-                           : co->emit == EMIT_PTX                                          ? DRIVER_PTX
-                                                                                           : DRIVER_IR;
-        ok = driver_compile(&s, o, &m, DRIVER_IR, NULL);
-        if (ok && co->emit == EMIT_IR) ir_print_module(&out, m);
-        if (ok && upto != DRIVER_IR) ok = driver_compile(&s, o, &m, upto, &r);
+    bool compiles = false;
+    for (Emit k = EMIT_IR; k <= EMIT_META; k++) compiles |= want[k];
+    if (ok && compiles) {
+        /* the furthest stage an output needs (--save-temps: a cubin) */
+        DriverStage upto = o->save_temps || want[EMIT_CUBIN] || want[EMIT_META] || (want[EMIT_HEADER] && co->embed)
+                               ? DRIVER_CUBIN
+                           : want[EMIT_PTX]  ? DRIVER_PTX
+                           : want[EMIT_LLVM] ? DRIVER_LLVM
+                                             : DRIVER_IR;
+        DriverOpts oc = *o;
+        if (want[EMIT_LLVM]) oc.save_temps = true; /* the LLVM text also when compiling further */
+        ok = driver_compile(&s, &oc, &m, DRIVER_IR, NULL);
+        if (ok && want[EMIT_IR]) ir_print_module(&text[EMIT_IR], m);
+        if (ok && upto != DRIVER_IR) ok = driver_compile(&s, &oc, &m, upto, &r);
         if (ok && o->save_temps) ok = save_temps(o, &s, m, &r);
-        if (!ok) break;
-        if (co->emit == EMIT_CUBIN) {
-            bytes = r.cubin;
-            nbytes = r.cubin_len;
-        } else if (co->emit == EMIT_LLVM || co->emit == EMIT_PTX) {
-            const StrBuf *text = co->emit == EMIT_LLVM ? &r.llvm : &r.ptx;
-            bytes = text->s;
-            nbytes = text->len;
-        } else if (co->emit == EMIT_META) {
-            emit_meta(o, m, &r, &out);
+        if (ok && want[EMIT_LLVM]) sb_puts(&text[EMIT_LLVM], r.llvm.s ? r.llvm.s : "");
+        if (ok && want[EMIT_META]) emit_meta(o, m, &r, &text[EMIT_META]);
+        for (uint32_t i = 0; ok && i < co->nouts; i++) {
+            if (co->outs[i].kind != EMIT_HEADER) continue;
+            char *hpath = output_path(o, co, &co->outs[i]);
+            ok = emit_header(o, co, &s, m, hpath, co->embed ? &r : NULL, &text[EMIT_HEADER]);
+            free(hpath);
+            break;
         }
-        break;
     }
-    case EMIT_HEADER:
-        ok = driver_compile(&s, o, &m, DRIVER_IR, NULL) && emit_header(o, co, &s, m, &out);
-        break;
+    for (uint32_t i = 0; ok && i < co->nouts; i++) {
+        Emit k = co->outs[i].kind;
+        const void *bytes = k == EMIT_CUBIN ? r.cubin : k == EMIT_PTX ? (const void *)r.ptx.s : text[k].s;
+        size_t n = k == EMIT_CUBIN ? r.cubin_len : k == EMIT_PTX ? r.ptx.len : text[k].len;
+        char *path = output_path(o, co, &co->outs[i]);
+        ok = write_bytes(path, bytes, n, &s.diag);
+        free(path);
     }
-write:
-    if (ok && !bytes) {
-        bytes = out.s;
-        nbytes = out.len;
-    }
-    char *default_path = NULL;
-    const char *path = co->out_path;
-    if (ok && co->emit == EMIT_CUBIN && !co->list_kernels && !path) {
-        char *stem = input_stem(o->input);
-        size_t n = strlen(stem) + sizeof ".cubin";
-        default_path = tl_xmalloc(n);
-        snprintf(default_path, n, "%s.cubin", stem);
-        free(stem);
-        path = default_path;
-    }
-    if (ok) ok = write_bytes(path, bytes, nbytes, &s.diag);
-    free(default_path);
+    for (size_t k = 0; k < TL_COUNTOF(text); k++) sb_free(&text[k]);
     cg_result_free(&r);
     driver_free_ir(&s, m);
-    sb_free(&out);
     source_close(&s);
     return ok ? 0 : 1;
 }
@@ -476,15 +502,47 @@ static void print_help(void)
                pass_table[i].stage == PASS_BACKEND ? " (backend)" : "");
 }
 
-/* False after a usage error. */
-static bool parse_emit(const char *arg, Emit *emit)
+/* --emit=KIND[=PATH][,KIND[=PATH]...]: replaces the outputs.  False after a usage error. */
+static bool parse_emit(const char *arg, CompileOpts *co)
 {
-    for (size_t i = 0; i < TL_COUNTOF(emit_names); i++)
-        if (strcmp(arg, emit_names[i]) == 0) {
-            *emit = (Emit)i;
-            return true;
+    for (uint32_t i = 0; i < co->nouts; i++) free((char *)co->outs[i].path);
+    co->nouts = 0;
+    const char *p = arg;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        const char *eq = memchr(p, '=', n);
+        size_t kn = eq ? (size_t)(eq - p) : n;
+        size_t k = 0;
+        while (k < TL_COUNTOF(emit_names) && !(strlen(emit_names[k]) == kn && strncmp(p, emit_names[k], kn) == 0)) k++;
+        if (k == TL_COUNTOF(emit_names)) {
+            driver_usage_error("tilec", "--emit wants tokens, ast, ir, llvm, ptx, cubin, header or meta, not '%.*s' "
+                               "(several at once: --emit=cubin,header,meta, or with paths: "
+                               "--emit=cubin=g.cubin,header=g.h)", (int)kn, p);
+            return false;
         }
-    driver_usage_error("tilec", "--emit wants tokens, ast, ir, llvm, ptx, cubin, header or meta, not '%s'", arg);
+        if (eq && eq + 1 == p + n) {
+            driver_usage_error("tilec", "--emit=%s= wants a path after '='", emit_names[k]);
+            return false;
+        }
+        for (uint32_t i = 0; i < co->nouts; i++)
+            if (co->outs[i].kind == (Emit)k) {
+                driver_usage_error("tilec", "--emit names '%s' twice", emit_names[k]);
+                return false;
+            }
+        EmitOut e = {(Emit)k, eq ? driver_strndup(eq + 1, (size_t)(p + n - eq - 1)) : NULL};
+        VEC_PUSH(co->outs, co->nouts, co->outcap, e);
+        if (!comma) break;
+        p = comma + 1;
+    }
+    co->emit = co->outs[0].kind;
+    return true;
+}
+
+static bool wants(const CompileOpts *co, Emit k)
+{
+    for (uint32_t i = 0; i < co->nouts; i++)
+        if (co->outs[i].kind == k) return true;
     return false;
 }
 
@@ -496,24 +554,25 @@ static int check_compile_opts(const DriverOpts *o, const CompileOpts *co, int nf
     if (!driver_has_suffix(files[0], ".tile") && !driver_has_suffix(files[0], ".tir"))
         return driver_usage_error("tilec", "'%s': unknown kind of input (expected FILE.tile or FILE.tir)", files[0]);
     bool tir = driver_has_suffix(files[0], ".tir");
-    if (tir && (co->emit == EMIT_TOKENS || co->emit == EMIT_AST))
-        return driver_usage_error("tilec", "--emit=%s needs a .tile input", emit_names[co->emit]);
+    for (uint32_t i = 0; tir && i < co->nouts; i++)
+        if (co->outs[i].kind == EMIT_TOKENS || co->outs[i].kind == EMIT_AST)
+            return driver_usage_error("tilec", "--emit=%s needs a .tile input", emit_names[co->outs[i].kind]);
     if (tir && o->nspecs)
         return driver_usage_error("tilec", "--spec sets compile-time parameters of a .tile source; a .tir is "
                                   "already specialized");
     if (tir && o->ndefines)
         return driver_usage_error("tilec", "-D sets compile-time parameters of a .tile source; a .tir is "
                                   "already specialized");
-    if (co->emit != EMIT_HEADER) {
+    if (!wants(co, EMIT_HEADER)) {
         if (co->embed) return driver_usage_error("tilec", "--embed goes with --emit=header");
         if (co->cubin_path) return driver_usage_error("tilec", "--cubin-path goes with --emit=header");
         if (co->module_name) return driver_usage_error("tilec", "--module-name goes with --emit=header");
     }
-    if (o->save_temps && (co->emit == EMIT_TOKENS || co->emit == EMIT_AST || co->emit == EMIT_HEADER))
+    if (o->save_temps && (wants(co, EMIT_TOKENS) || wants(co, EMIT_AST) || wants(co, EMIT_HEADER)))
         return driver_usage_error("tilec", "--save-temps goes with --emit=ir, llvm, ptx, cubin or meta");
     if (co->list_kernels && o->save_temps)
         return driver_usage_error("tilec", "--list-kernels compiles nothing: no --save-temps with it");
-    if (co->narchs > 1 && (co->emit != EMIT_HEADER || !co->embed))
+    if (co->narchs > 1 && (!wants(co, EMIT_HEADER) || !co->embed))
         return driver_usage_error("tilec", "several archs (--arch=%s,...) go with --emit=header --embed or --embed-c",
                                   co->archs[0]->name);
     if (co->embed && co->cubin_path)
@@ -521,8 +580,18 @@ static int check_compile_opts(const DriverOpts *o, const CompileOpts *co, int nf
                                   "loaded from memory)");
     if (co->module_name && !driver_is_ident(co->module_name, strlen(co->module_name)))
         return driver_usage_error("tilec", "--module-name wants a C identifier, not '%s'", co->module_name);
-    if (co->emit == EMIT_CUBIN && co->out_path && strcmp(co->out_path, "-") == 0 && isatty(STDOUT_FILENO))
-        return driver_usage_error("tilec", "a cubin is binary: not writing it to a terminal (give -o FILE)");
+    uint32_t to_stdout = 0;
+    for (uint32_t i = 0; i < co->nouts; i++) {
+        const EmitOut *e = &co->outs[i];
+        bool out = e->path ? strcmp(e->path, "-") == 0
+                           : co->nouts == 1 && (co->out_path ? strcmp(co->out_path, "-") == 0 : e->kind != EMIT_CUBIN);
+        to_stdout += out;
+        if (out && e->kind == EMIT_CUBIN && isatty(STDOUT_FILENO))
+            return driver_usage_error("tilec", "a cubin is binary: not writing it to a terminal (give -o FILE)");
+    }
+    if (to_stdout > 1) return driver_usage_error("tilec", "two outputs for standard output: give them paths (KIND=PATH)");
+    if (co->nouts > 1 && co->out_path && strcmp(co->out_path, "-") == 0)
+        return driver_usage_error("tilec", "with several outputs -o is their stem (STEM.cubin, STEM.h, ...), not '-'");
     return -1;
 }
 
@@ -550,6 +619,7 @@ int main(int argc, char **argv)
     DriverOpts o;
     driver_opts_init(&o, "tilec");
     CompileOpts co = {.emit = EMIT_IR};
+    EmitOut default_out = {EMIT_IR, NULL};
     int rc = -1, c;
     driver_normalize_argv(argc, argv);
     opterr = 0;
@@ -570,7 +640,7 @@ int main(int argc, char **argv)
         switch (c) {
         case 'o': co.out_path = optarg; break;
         case OPT_EMIT:
-            if (!parse_emit(optarg, &co.emit)) rc = 2;
+            if (!parse_emit(optarg, &co)) rc = 2;
             break;
         case OPT_EMBED: co.embed = true; break;
         case OPT_CUBIN_PATH:
@@ -604,6 +674,7 @@ int main(int argc, char **argv)
         default: rc = driver_bad_option("tilec", c, argv); break;
         }
     }
+    if (rc < 0 && co.nouts == 0) VEC_PUSH(co.outs, co.nouts, co.outcap, default_out);
     if (rc < 0) rc = check_compile_opts(&o, &co, argc - optind, argv + optind);
     if (rc < 0 && co.tune_table) {
         if (driver_has_suffix(argv[optind], ".tir"))
@@ -622,5 +693,7 @@ int main(int argc, char **argv)
     driver_opts_free(&o);
     tune_table_free(co.table);
     free(co.archs);
+    for (uint32_t i = 0; i < co.nouts; i++) free((char *)co.outs[i].path);
+    free(co.outs);
     return rc;
 }

@@ -2,11 +2,14 @@
 """The tilec Python package without a GPU (ctest python/tilec; the driver is forced missing with
 TILERT_CUDA_LIBRARY): compiling with -D values, the metadata, grids, the runtime's argument checks
 as typed errors, the tensor protocols (__cuda_array_interface__, DLPack, torch-like), streams,
-the no-driver error, and tilec.stdlib.gemm up to its launch."""
+the no-driver error, and tilec.stdlib.gemm, flash_attn, flash_attn_varlen, paged_attn_decode and
+the MoE functions up to their launch (their argument checks, and their argument lists against
+the compiled kernels' metadata)."""
 import ctypes
 import os
 import sys
 import unittest
+from unittest import mock
 
 import tilec
 from tilec import _args
@@ -277,6 +280,232 @@ class GemmPlan(unittest.TestCase):
             tilec.stdlib.gemm_plan("f32", 16, 16, 16)
         with self.assertRaises(ValueError):
             tilec.stdlib.gemm(TorchLike([16, 16], "bfloat16"), TorchLike([16, 16], "bfloat16"), config="fast")
+
+
+def bf16(*shape, **kw):
+    return TorchLike(list(shape), "bfloat16", **kw)
+
+
+def i32(*shape):
+    return TorchLike(list(shape), "int32")
+
+
+def f32(*shape):
+    return TorchLike(list(shape), "float32")
+
+
+class StdlibAttention(unittest.TestCase):
+    """tilec.stdlib's attention and decode functions without a GPU: argument errors before any
+    compilation, then the compiled kernels' parameters against the arguments the functions pass,
+    then the launch that needs the driver."""
+
+    def params(self, file, kernel, defines):
+        k = tilec.stdlib.compile(file, kernel=kernel, defines=defines, inspect_only=True).kernel(kernel)
+        return [(p.name, p.kind, p.dtype, p.rank) for p in k.params]
+
+    def test_flash_attn_errors(self):
+        q, k = bf16(2, 8, 100, 128), bf16(2, 2, 300, 128)
+        fa = tilec.stdlib.flash_attn
+        with self.assertRaisesRegex(ValueError, "q must be 4-D"):
+            fa(bf16(8, 100, 128), k, k)
+        with self.assertRaisesRegex(TypeError, "q, k and v must have one dtype"):
+            fa(q, k, TorchLike([2, 2, 300, 128], "float16"))
+        with self.assertRaisesRegex(TypeError, "q must be bf16 or f16, got f32"):
+            fa(f32(2, 8, 100, 128), k, k)
+        with self.assertRaisesRegex(ValueError, "head dimension .* 64, 128 or 256, got 96"):
+            fa(bf16(2, 8, 100, 96), bf16(2, 2, 300, 96), bf16(2, 2, 300, 96))
+        with self.assertRaisesRegex(ValueError, "k must be \\[2, '\\*', '\\*', 128\\]"):
+            fa(q, bf16(3, 2, 300, 128), k)
+        with self.assertRaisesRegex(ValueError, "v must be"):
+            fa(q, k, bf16(2, 2, 299, 128))
+        with self.assertRaisesRegex(ValueError, "multiple of k's \\(3\\)"):
+            fa(q, bf16(2, 3, 300, 128), bf16(2, 3, 300, 128))
+        with self.assertRaisesRegex(TypeError, "sm_scale must be a finite number"):
+            fa(q, k, k, sm_scale=float("nan"))
+        with self.assertRaisesRegex(TypeError, "causal must be a bool"):
+            fa(q, k, k, causal="yes")
+        with self.assertRaisesRegex(ValueError, "out must be"):
+            fa(q, k, k, out=bf16(2, 8, 100, 64))
+        with self.assertRaisesRegex(TypeError, "lse must be f32"):
+            fa(q, k, k, lse=bf16(2, 8, 100))
+        with self.assertRaisesRegex(TypeError, "pass out="):
+            fa(CAI([2, 8, 100, 128], "<f2"), CAI([2, 2, 300, 128], "<f2"), CAI([2, 2, 300, 128], "<f2"))
+
+    def test_flash_attn_kernels(self):
+        t4 = ("tensor", "bf16", 4)
+        self.assertEqual(self.params("attention.tile", "flash_attn_fwd", {"T": "bf16", "D": 128}),
+                         [("Q",) + t4, ("K",) + t4, ("V",) + t4, ("O",) + t4, ("sm_scale", "scalar", "f32", 0),
+                          ("causal", "scalar", "i32", 0)])
+        self.assertEqual(self.params("attention.tile", "flash_attn_fwd_lse", {"T": "bf16", "D": 128})[4],
+                         ("LSE", "tensor", "f32", 3))
+        q, k = bf16(2, 8, 100, 128), bf16(2, 2, 300, 128)
+        with self.assertRaises(tilec.NoDriverError) as cm:
+            tilec.stdlib.flash_attn(q, k, k, causal=True)
+        self.assertIn(NODRV, str(cm.exception))
+        with self.assertRaises(tilec.NoDriverError):
+            tilec.stdlib.flash_attn(q, k, k, lse=True)     # allocates LSE (f32), then the launch
+
+    def test_flash_attn_varlen(self):
+        fv = tilec.stdlib.flash_attn_varlen
+        q, k, cu = bf16(300, 8, 64), bf16(500, 2, 64), i32(4)
+        with self.assertRaisesRegex(TypeError, "cu_seqlens_q must be i32"):
+            fv(q, k, k, f32(4), cu, 100, 200)
+        with self.assertRaisesRegex(ValueError, "B \\+ 1 >= 2 offsets"):
+            fv(q, k, k, i32(4), i32(3), 100, 200)
+        with self.assertRaisesRegex(ValueError, "max_seqlen_q must be an int >= 1"):
+            fv(q, k, k, cu, cu, 0, 200)
+        with self.assertRaisesRegex(ValueError, "v must be \\[500, 2, 64\\]"):
+            fv(q, k, bf16(500, 1, 64), cu, cu, 100, 200)
+        names = [p[0] for p in self.params("attention.tile", "flash_attn_varlen_fwd", {"T": "bf16", "D": 64})]
+        self.assertEqual(names, ["Q", "K", "V", "O", "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k",
+                                 "sm_scale", "causal"])
+        with self.assertRaises(tilec.NoDriverError):
+            fv(q, k, k, cu, cu, 100, 200)
+
+    def test_decode(self):
+        pd = tilec.stdlib.paged_attn_decode
+        q, kc, bt, sl = bf16(4, 1, 32, 128), bf16(64, 16, 8, 128), i32(4, 16), i32(4)
+        with self.assertRaisesRegex(ValueError, "1 to 8 query tokens"):
+            pd(bf16(4, 9, 32, 128), kc, kc, bt, sl)
+        with self.assertRaisesRegex(TypeError, "k_cache must be bf16 or f8e4m3"):
+            pd(q, TorchLike([64, 16, 8, 128], "float16"), kc, bt, sl)
+        with self.assertRaisesRegex(ValueError, "multiple of the caches' \\(3\\)"):
+            pd(q, bf16(64, 16, 3, 128), bf16(64, 16, 3, 128), bt, sl)
+        with self.assertRaisesRegex(ValueError, "block_table must be \\[4, '\\*'\\]"):
+            pd(q, kc, kc, i32(5, 16), sl)
+        with self.assertRaisesRegex(ValueError, "seq_lens must be \\[4\\]"):
+            pd(q, kc, kc, bt, i32(3))
+        with self.assertRaisesRegex(ValueError, "split must be 'auto' or an int >= 1"):
+            pd(q, kc, kc, bt, sl, split=0)
+        with self.assertRaisesRegex(TypeError, "an f32 workspace"):
+            pd(q, kc, kc, bt, sl, split=4)       # a torch-like stand-in: no workspace to be had
+        # the automatic split: decode.tile's formula (2 programs an SM, 4 key blocks a split at least)
+        self.assertEqual(tilec.stdlib.decode_splits(4, 1, 32, 8, 128, 16, 16, 132), 2)     # 256 keys: 2 x 4 blocks of 32
+        self.assertEqual(tilec.stdlib.decode_splits(4, 1, 32, 8, 128, 16, 8, 132), 1)      # 128 keys: 4 blocks
+        self.assertEqual(tilec.stdlib.decode_splits(4, 1, 32, 8, 128, 16, 256, 132), 9)   # 32 programs -> 9 splits
+        self.assertEqual(tilec.stdlib.decode_splits(64, 1, 32, 8, 128, 16, 256, 132), 1)  # 512 programs fill the GPU
+        d = {"T": "bf16", "KV": "bf16", "D": 128, "PAGE": 16, "SPLIT": -1}
+        names = [p[0] for p in self.params("decode.tile", "paged_attn_decode", d)]
+        self.assertEqual(names, ["Q", "Kc", "Vc", "block_table", "seq_lens", "O", "LSE", "Op", "Lp", "sm_scale",
+                                 "k_scale", "v_scale"])
+        with self.assertRaises(tilec.NoDriverError):
+            pd(q, kc, kc, bt, sl, split=1)
+
+
+class StdlibMoe(unittest.TestCase):
+    """tilec.stdlib's MoE functions without a GPU, as StdlibAttention."""
+
+    def params(self, kernel, defines):
+        k = tilec.stdlib.compile("moe.tile", kernel=kernel, defines=defines, inspect_only=True).kernel(kernel)
+        return [(p.name, p.kind, p.dtype) for p in k.params]
+
+    def test_topk_softmax(self):
+        ts = tilec.stdlib.moe_topk_softmax
+        with self.assertRaisesRegex(TypeError, "logits must be f32"):
+            ts(bf16(16, 64), 8)
+        with self.assertRaisesRegex(ValueError, "topk must be a power of two in \\[1, E = 64\\], got 6"):
+            ts(f32(16, 64), 6)
+        with self.assertRaisesRegex(ValueError, "at most 1024 experts"):
+            ts(f32(16, 2048), 8)
+        self.assertEqual(self.params("moe_topk_softmax", {"NE": 64, "TOPK": 8, "BT": 16}),
+                         [("logits", "tensor", "f32"), ("weights", "tensor", "f32"), ("ids", "tensor", "i32"),
+                          ("renorm", "scalar", "i32")])
+        with self.assertRaises(tilec.NoDriverError):
+            ts(f32(16, 64), 8)        # allocates weights (f32) and ids (i32) beside logits
+
+    def test_grouped_gemm(self):
+        gg = tilec.stdlib.moe_grouped_gemm
+        a, w, off = bf16(1024, 256), bf16(8, 512, 256), i32(9)
+        with self.assertRaisesRegex(ValueError, "w must be \\['\\*', '\\*', 256\\]"):
+            gg(a, bf16(8, 512, 128), off, 128)
+        with self.assertRaisesRegex(ValueError, "offsets must hold E \\+ 1 = 9 entries, got 8"):
+            gg(a, w, i32(8), 128)
+        with self.assertRaisesRegex(TypeError, "offsets must be i32"):
+            gg(a, w, f32(9), 128)
+        with self.assertRaisesRegex(ValueError, "max_rows must be an int >= 0"):
+            gg(a, w, off, -1)
+        with self.assertRaisesRegex(ValueError, "out must be \\[1024, 512\\]"):
+            gg(a, w, off, 128, out=bf16(1024, 256))
+        self.assertEqual(self.params("moe_grouped_gemm", {"T": "bf16"}),
+                         [("A", "tensor", "bf16"), ("W", "tensor", "bf16"), ("offsets", "ptr", "i32"),
+                          ("C", "tensor", "bf16"), ("max_rows", "scalar", "i32")])
+        with self.assertRaises(tilec.NoDriverError):
+            gg(a, w, off, 128)
+
+    def test_combine(self):
+        mc = tilec.stdlib.moe_combine
+        y, slots, w = bf16(600, 256), i32(64 * 8), f32(64, 8)
+        with self.assertRaisesRegex(ValueError, "slot_of must hold T \\* topk = 512 entries, got 500"):
+            mc(y, i32(500), w)
+        with self.assertRaisesRegex(TypeError, "w must be f32"):
+            mc(y, slots, bf16(64, 8))
+        self.assertEqual(self.params("moe_combine", {"T": "bf16", "TOPK": 8}),
+                         [("Y", "tensor", "bf16"), ("slot_of", "ptr", "i32"), ("w", "tensor", "f32"),
+                          ("out", "tensor", "bf16")])
+        with self.assertRaises(tilec.NoDriverError):
+            mc(y, slots, w)
+
+
+class StdlibLaunchChecks(unittest.TestCase):
+    """Each tilec.stdlib function's launches, with the runtime's argument checks and grid instead
+    of the launch (Kernel.grid: no driver): the arguments it builds (outputs it allocates, empty
+    views, workspaces) satisfy the kernels' parameters and requires(...) clauses."""
+
+    def setUp(self):
+        self.calls, self.ptr = [], 0x7f0000000000
+        real_compile, test = tilec.stdlib.compile, self
+
+        def compile_inspect(*a, **kw):
+            return real_compile(*a, inspect_only=True, **kw)
+
+        def launch(k, *args, stream=None, grid=None):
+            try:
+                test.calls.append((k.name, k.grid(*args)))
+            except tilec.GridError as e:   # checks passed; the grid needs the device's SM count
+                test.assertIn("num_sms()", str(e))
+                test.calls.append((k.name, "num_sms"))
+
+        def workspace(like, shape):
+            return self.t(list(shape), "float32")
+
+        patches = [mock.patch.object(tilec.stdlib, "compile", compile_inspect),
+                   mock.patch.object(tilec.Kernel, "__call__", launch),
+                   mock.patch.object(tilec.stdlib, "_f32_empty", workspace)]
+        for p in patches:
+            p.start()
+            self.addCleanup(p.stop)
+
+    def t(self, shape, dtype):
+        self.ptr += 1 << 32     # distinct, aligned addresses: nothing is read
+        return TorchLike(shape, dtype, ptr=self.ptr)
+
+    def test_attention(self):
+        b = lambda *s: self.t(list(s), "bfloat16")   # noqa: E731
+        i = lambda *s: self.t(list(s), "int32")      # noqa: E731
+        st = tilec.stdlib
+        st.flash_attn(b(2, 8, 300, 128), b(2, 2, 333, 128), b(2, 2, 333, 128), causal=True)
+        o, lse = st.flash_attn(b(2, 8, 300, 128), b(2, 2, 333, 128), b(2, 2, 333, 128), lse=True)
+        self.assertEqual((lse.shape, lse.dtype.name), ((2, 8, 300), "float32"))
+        st.flash_attn_varlen(b(466, 8, 64), b(590, 2, 64), b(590, 2, 64), i(5), i(5), 300, 420, causal=True)
+        st.paged_attn_decode(b(3, 3, 32, 128), b(77, 16, 8, 128), b(77, 16, 8, 128), i(3, 24), i(3), split=1)
+        st.paged_attn_decode(b(3, 3, 32, 128), b(77, 16, 8, 128), b(77, 16, 8, 128), i(3, 24), i(3), lse=True,
+                             split=4)
+        self.assertEqual(self.calls, [
+            ("flash_attn_fwd", (3, 16, 1)), ("flash_attn_fwd_lse", (3, 16, 1)),
+            ("flash_attn_varlen_fwd", (3, 32, 1)),
+            ("paged_attn_decode", "num_sms"),                   # split 1: no combine
+            ("paged_attn_decode", (24, 4, 1)), ("paged_attn_decode_combine", (36, 4, 1))])
+
+    def test_moe(self):
+        st = tilec.stdlib
+        w, ids = st.moe_topk_softmax(self.t([100, 64], "float32"), 8)
+        self.assertEqual((w.shape, w.dtype.name, ids.shape, ids.dtype.name), ((100, 8), "float32", (100, 8), "int32"))
+        c = st.moe_grouped_gemm(self.t([640, 256], "bfloat16"), self.t([4, 384, 256], "bfloat16"),
+                                self.t([5], "int32"), 384)
+        self.assertEqual((c.shape, c.dtype.name), ((640, 384), "bfloat16"))
+        st.moe_combine(self.t([300, 256], "bfloat16"), self.t([200], "int32"), self.t([50, 4], "float32"))
+        self.assertEqual(self.calls, [("moe_topk_softmax", (7, 1, 1)), ("moe_grouped_gemm", (3, 3, 4)),
+                                      ("moe_combine", (50, 1, 1))])
 
 
 if __name__ == "__main__":
