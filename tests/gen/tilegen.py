@@ -2,7 +2,8 @@
 """tilegen.py: random tile-language programs, valid by construction, with no undefined
 behaviour under lang/SEMANTICS.md, and the `tilec run` arguments to run them.
 
-    tilegen.py SEED [-o FILE.tile]      writes the program; prints the run arguments
+    tilegen.py SEED [-o FILE.tile] [--annotate]   writes the program; prints the run arguments
+                                  (--annotate: each let states its tracked type, which tilec checks)
 
 Each program is one kernel over a 2-d grid of [R, C] tiles of an nr x nc problem (ragged:
 nr, nc are not multiples of R, C), with loads under masks and `other`, block loads and stores
@@ -64,6 +65,15 @@ def arith(t):
     return "f32" if t in FP8 else t
 
 
+def sum_type(t):
+    """SEMANTICS.md "Reductions": the type `sum` and `cumsum` of t give.  Integers narrower than
+    i32 (u8 and u16 included) give i32; i32, u32, i64 and u64 keep their type (a u64 sum is u64,
+    not i64); floats narrower than f32 give f32, f64 stays f64."""
+    if is_float(t):
+        return "f64" if t == "f64" else "f32"
+    return t if BITS[t] >= 32 else "i32"
+
+
 class Var:
     def __init__(self, name, dt, shape):
         self.name, self.dt, self.shape = name, dt, shape  # shape: "RC", "R1" or "S"
@@ -80,6 +90,7 @@ class Gen:
         self.fns = set()
         self.depth = 0
         self.fp8_outs = []  # results of FP8-operand dots: stored as f32 only (dot_stmt)
+        self.annotate = False  # --annotate: every let states the type the generator tracks for it
 
     def fresh(self, p="v"):
         self.n += 1
@@ -128,8 +139,10 @@ class Gen:
             if op in "/%" and is_float(t) and b[1] is None:
                 return ("(%s %s %s)" % (a[0], op, r.choice(["2.0", "-0.75", "3.0"])), t, a[2])
             if op in "/%" and is_float(t):
-                # keep divisors away from 0: |b| + 0.5
-                return ("(%s %s (abs(%s as %s) + 0.5))" % (a[0], op, b[0], t), t, self.sh(a, b))
+                # keep divisors away from 0: |b| + 0.5, of type t; the quotient then has the type of a
+                # with t, which differs from t where an fp8 b made t f32 beside an f64 a
+                return ("(%s %s (abs(%s as %s) + 0.5))" % (a[0], op, b[0], t), arith(promote(a[1], t)),
+                        self.sh(a, b))
             if t == "i1":
                 return ("((%s as i32) %s %s)" % (a[0], op, b[0]), "i32", self.sh(a, b))
             return ("(%s %s %s)" % (a[0], op, b[0]), t, self.sh(a, b))
@@ -191,10 +204,7 @@ class Gen:
             f = r.choice(["sum", "max", "min", "argmax", "argmin"])
             t = a[1]
             if f == "sum":
-                t = "f64" if t == "f64" else ("f32" if is_float(t) else ("i64" if BITS[t] == 64 else
-                                                                         ("u32" if t.startswith("u") and BITS[t] == 32 else "i32")))
-                if t == "i32" and a[1] in ("u32",):
-                    t = "u32"
+                t = sum_type(t)
             if f in ("argmax", "argmin"):
                 t = "i32"
             if a[1] == "i1":
@@ -240,7 +250,11 @@ class Gen:
     def let(self, e, p="v"):
         name = self.fresh(p)
         text, dt, shape = e
-        self.emit("let %s = %s;" % (name, text))
+        if self.annotate:  # the compiler checks the annotation: a mistracked type is an error
+            ty = dt if shape == "S" else "tile<%s>[%s]" % (dt, "R, C" if shape == "RC" else "R, 1")
+            self.emit("let %s: %s = %s;" % (name, ty, text))
+        else:
+            self.emit("let %s = %s;" % (name, text))
         self.vars.append(Var(name, dt, shape))
         return name
 
@@ -280,11 +294,13 @@ class Gen:
         init = a[0] if a[2] == "RC" else "broadcast(%s, [R, C])" % (a[0] if a[2] != "R1" else a[0])
         if a[2] == "S":
             init = "(zeros<%s>([R, C]) + %s)" % (t if t != "i1" else "i32", a[0])
-            t = promote(t if t != "i1" else "i32", t)
+            # fp8 + fp8 computes in f32 (SEMANTICS.md), so the sum is f32, not the fp8 type
+            t = arith(promote(t if t != "i1" else "i32", t))
         if t == "i1":
-            init = "(%s as i32)" % init
             t = "i32"
-        self.emit("var %s = %s;" % (name, init))
+        # the initial value is cast to t too: the var's type is then t by construction, the type that
+        # every reassignment below casts back to (a mismatch is a "type of var changes" error)
+        self.emit("var %s = (%s as %s);" % (name, init, t))
         return name, t
 
     def nz(self, e):
@@ -375,10 +391,7 @@ class Gen:
         a = self.leaf()
         if a[2] != "RC" or a[1] == "i1" or a[1] in FP8 or is_float(a[1]) and self.r.random() < 0.5:
             return
-        t = a[1]
-        t = "f64" if t == "f64" else ("f32" if is_float(t) else ("i64" if BITS[t] == 64 else
-                                                                 ("u32" if t == "u32" else "i32")))
-        self.let(("cumsum(%s, 1)" % a[0], t, "RC"), "cs")
+        self.let(("cumsum(%s, 1)" % a[0], sum_type(a[1]), "RC"), "cs")
 
     def fn_call(self):
         r = self.r
@@ -513,16 +526,21 @@ class Gen:
         return src, run
 
 
-def generate(seed):
-    return Gen(seed).program()
+def generate(seed, annotate=False):
+    g = Gen(seed)
+    g.annotate = annotate
+    return g.program()
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("seed", type=int)
     ap.add_argument("-o", dest="out")
+    ap.add_argument("--annotate", action="store_true",
+                    help="annotate every let with its tracked type (the same program otherwise): "
+                         "checks the generator's type tracking against the compiler's")
     a = ap.parse_args()
-    src, run = generate(a.seed)
+    src, run = generate(a.seed, a.annotate)
     if a.out:
         with open(a.out, "w") as f:
             f.write(src)
