@@ -75,6 +75,16 @@ bool cg_ptxas_usage(const char *log, const char *name, int *regs, int *spill_st,
     return got;
 }
 
+/* What ptxas used for kernel f (registers, spill bytes), or that it did not run:
+ * the tail of the occupancy and schedule remarks. */
+static void put_ptxas_usage(StrBuf *b, const CgResult *out, const IrFunc *f, bool ptxas_ran)
+{
+    int regs, st, ld;
+    if (!ptxas_ran) sb_puts(b, "; ptxas did not run (it runs for a cubin)");
+    else if (cg_ptxas_usage(out->info.s, f->name, &regs, &st, &ld))
+        sb_printf(b, "; ptxas used %d registers, %d bytes spill stores, %d bytes spill loads", regs, st, ld);
+}
+
 /* The occupancy remark of every kernel: the hint, its estimate, and (with a
  * cubin) what ptxas used. */
 static void remark_occupancy(IrModule *m, const CgTarget *t, const CgResult *out, bool ptxas_ran, Diag *d)
@@ -91,10 +101,7 @@ static void remark_occupancy(IrModule *m, const CgTarget *t, const CgResult *out
                       "%d threads per CTA", o->peak, o->regs, 32 * out->facts[i].warps);
         else if (o->why)
             sb_printf(&b, " (%s)", o->why);
-        int regs, st, ld;
-        if (!ptxas_ran) sb_puts(&b, "; ptxas did not run (it runs for a cubin)");
-        else if (cg_ptxas_usage(out->info.s, f->name, &regs, &st, &ld))
-            sb_printf(&b, "; ptxas used %d registers, %d bytes spill stores, %d bytes spill loads", regs, st, ld);
+        put_ptxas_usage(&b, out, f, ptxas_ran);
         diag_remark(d, DIAG_REMARK_occupancy, f->loc, "%s", b.s);
         sb_free(&b);
     }
@@ -116,10 +123,7 @@ static void remark_schedule(IrModule *m, const CgTarget *t, const CgResult *out,
         StrBuf b = {0};
         sb_printf(&b, "predicted: tiles peak at %.0f registers per thread, about %d registers of %d: %s", peak, need,
                   cap, need > cap ? "spills predicted" : "no spills predicted");
-        int regs, st, ld;
-        if (!ptxas_ran) sb_puts(&b, "; ptxas did not run (it runs for a cubin)");
-        else if (cg_ptxas_usage(out->info.s, f->name, &regs, &st, &ld))
-            sb_printf(&b, "; ptxas used %d registers, %d bytes spill stores, %d bytes spill loads", regs, st, ld);
+        put_ptxas_usage(&b, out, f, ptxas_ran);
         diag_remark(d, DIAG_REMARK_schedule, f->loc, "%s", b.s);
         sb_free(&b);
     }
