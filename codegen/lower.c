@@ -196,6 +196,90 @@ static Layout operand_view(Cg *cg, IrOp *op, const Layout *L)
     return X;
 }
 
+/* A loop being lowered: its op, the end of its preheader's chain of blocks (the
+ * loop-invariant free values rebuilt for it; unterminated until the loop is
+ * done, then it branches to the loop's entry) and what was built there. */
+typedef struct CgLoop {
+    uint32_t op;
+    LLVMBasicBlockRef hoist_end;
+    RematMemo *memo;
+} CgLoop;
+
+/* Opens the preheader chain of loop op `opid`: the current block branches to
+ * it, and the block returned (empty) is where the loop's phis come from. */
+static LLVMBasicBlockRef loop_enter(Cg *cg, uint32_t opid, LLVMBasicBlockRef head)
+{
+    LLVMBasicBlockRef hoist = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "loop.hoist");
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "loop.entry");
+    LLVMBuildBr(cg->b, hoist);
+    LLVMPositionBuilderAtEnd(cg->b, entry);
+    LLVMBuildBr(cg->b, head);
+    if (cg->nloops == cg->loopcap) {
+        int cap = cg->loopcap ? 2 * cg->loopcap : 8;
+        CgLoop *n = ARENA_ARRAY(cg->scratch, CgLoop, (size_t)cap);
+        if (cg->nloops) memcpy(n, cg->loops, (size_t)cg->nloops * sizeof *n);
+        cg->loops = n;
+        cg->loopcap = cap;
+    }
+    cg->loops[cg->nloops++] = (CgLoop){opid, hoist, NULL};
+    cg->emit_depth = cg->nloops;
+    return entry;
+}
+
+/* Closes the innermost loop's preheader chain (a branch to `entry`). */
+static void loop_leave(Cg *cg, LLVMBasicBlockRef entry)
+{
+    TL_ASSERT(cg->nloops > 0, "codegen");
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(cg->b);
+    LLVMPositionBuilderAtEnd(cg->b, cg->loops[--cg->nloops].hoist_end);
+    LLVMBuildBr(cg->b, entry);
+    cg->emit_depth = cg->nloops;
+    if (cur) LLVMPositionBuilderAtEnd(cg->b, cur);
+}
+
+/* Whether free value v's expression divides (an integer division or remainder by
+ * a value, or a float division): worth building once before a loop.  Cheaper
+ * expressions are rebuilt where they are used, so that no register holds them
+ * through the loop (FlashAttention's mask coordinates would spill). */
+static bool remat_costly(Cg *cg, IrVal v, int depth)
+{
+    IrFunc *f = cg->f;
+    if (!cg_layout(cg, v) || !cg->free_[v] || depth > 64) return false;
+    IrOp *op = ir_op(f, ir_def(f, v));
+    if ((op->opc == IR_DIV || op->opc == IR_REM) && op->nopnd == 2) {
+        /* by a constant (maybe splat or broadcast): multiplies and shifts */
+        uint32_t dd = ir_def(f, ir_opnd(f, op, 1));
+        while (dd != UINT32_MAX && (ir_op(f, dd)->opc == IR_SPLAT || ir_op(f, dd)->opc == IR_BROADCAST ||
+                                    ir_op(f, dd)->opc == IR_EXPAND_DIMS))
+            dd = ir_def(f, ir_opnd(f, ir_op(f, dd), 0));
+        if (dd == UINT32_MAX || ir_op(f, dd)->opc != IR_CONST) return true;
+    }
+    for (uint32_t k = 0; k < op->nopnd; k++)
+        if (remat_costly(cg, ir_opnd(f, op, k), depth + 1)) return true;
+    return false;
+}
+
+/* The outermost loop of those the builder is in whose body does not hold v's
+ * definition (v is invariant there) where v is worth building there
+ * (remat_costly), or -1. */
+static int invariant_loop(Cg *cg, IrVal v)
+{
+    IrFunc *f = cg->f;
+    uint32_t d = ir_def(f, v);
+    if (d == UINT32_MAX || cg->emit_depth == 0 || !remat_costly(cg, v, 0)) return -1;
+    for (int k = 0; k < cg->emit_depth; k++) {
+        bool inside = false;
+        for (IrBlk b = ir_op(f, d)->parent; !inside;) {
+            uint32_t p = ir_blk(f, b)->parent_op;
+            if (p == UINT32_MAX) break;
+            inside = p == cg->loops[k].op;
+            b = ir_op(f, p)->parent;
+        }
+        if (!inside) return k;
+    }
+    return -1;
+}
+
 /* Builds free value v (ir_free_values) in layout L by evaluating its
  * expression at the coordinates each register of L holds: an arange gives the
  * coordinate, a splat its scalar, an elementwise op applies itself to its
@@ -211,6 +295,20 @@ static void remat(Cg *cg, IrVal v, const Layout *L, LLVMValueRef *out, RematMemo
         return;
     }
     TL_ASSERT(cg->free_[v], "codegen");
+    /* invariant in a loop being lowered: built once, in its preheader */
+    int inv = invariant_loop(cg, v);
+    if (inv >= 0) {
+        CgLoop *lp = &cg->loops[inv];
+        LLVMBasicBlockRef cur = LLVMGetInsertBlock(cg->b);
+        int depth = cg->emit_depth;
+        LLVMPositionBuilderAtEnd(cg->b, lp->hoist_end);
+        cg->emit_depth = inv;
+        remat(cg, v, L, out, &lp->memo);
+        lp->hoist_end = LLVMGetInsertBlock(cg->b);
+        cg->emit_depth = depth;
+        LLVMPositionBuilderAtEnd(cg->b, cur);
+        return;
+    }
     for (RematMemo *m = *memo; m; m = m->next)
         if (m->v == v && layout_eq(&m->L, L)) {
             memcpy(out, m->regs, n * sizeof *out);
@@ -240,7 +338,17 @@ static void remat(Cg *cg, IrVal v, const Layout *L, LLVMValueRef *out, RematMemo
             xs[k] = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
             remat(cg, ir_opnd(f, op, k), L, xs[k], memo);
         }
+        /* registers that replicate one element (zero register bases, as a
+         * broadcast's operand view has) hold one value: computed once, for the
+         * lowest such register (a 64-bit division is a loop each) */
+        uint32_t zmask = 0;
+        for (int i = 0; i < L->nbits[LL_REG]; i++)
+            if (!L->basis[LL_REG][i]) zmask |= 1u << i;
         for (uint32_t r = 0; r < n; r++) {
+            if (r & zmask) {
+                out[r] = out[r & ~zmask];
+                continue;
+            }
             LLVMValueRef x[3];
             for (uint32_t k = 0; k < op->nopnd; k++) x[k] = xs[k][r];
             out[r] = ew_apply(cg, op, x);
@@ -349,7 +457,7 @@ static LLVMValueRef ew_binary(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
         LLVMValueRef den = LLVMBuildSelect(b, bad, one, c, "");
         /* (by a constant LLVM multiplies and shifts: no call) */
         if (cg->inline_fdiv && dt_bits[dt] == 64 && !LLVMIsAConstantInt(c))
-            return cg_idiv64(cg, a, den, sg, op->opc == IR_REM);
+            return cg_idiv64(cg, a, den, sg, op->opc == IR_REM, !cg_layout(cg, ir_res(op, 0)));
         if (op->opc == IR_DIV) return sg ? LLVMBuildSDiv(b, a, den, "") : LLVMBuildUDiv(b, a, den, "");
         LLVMValueRef r = sg ? LLVMBuildSRem(b, a, den, "") : LLVMBuildURem(b, a, den, "");
         return r;
@@ -849,7 +957,6 @@ static IrVal *opnd_list(Cg *cg, IrOp *op, uint32_t from)
 
 void cg_lower_FOR(Cg *cg, uint32_t opid, IrOp *op)
 {
-    (void)opid;
     IrFunc *f = cg->f;
     IrBlock *body = ir_blk(f, op->region[0]);
     uint32_t nc = op->nres;
@@ -863,8 +970,7 @@ void cg_lower_FOR(Cg *cg, uint32_t opid, IrOp *op)
     LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "for.exit");
     LLVMValueRef **init_regs = ARENA_ARRAY(cg->scratch, LLVMValueRef *, nc ? nc : 1);
     for (uint32_t i = 0; i < nc; i++) init_regs[i] = regs_as(cg, inits[i], args[i]);
-    pre = LLVMGetInsertBlock(cg->b);
-    LLVMBuildBr(cg->b, head);
+    pre = loop_enter(cg, opid, head);
 
     LLVMPositionBuilderAtEnd(cg->b, head);
     LLVMValueRef iv = LLVMBuildPhi(cg->b, LLVMTypeOf(lb), "iv");
@@ -885,11 +991,15 @@ void cg_lower_FOR(Cg *cg, uint32_t opid, IrOp *op)
     cg_define(cg, body->args[0], &iv, 1);
     define_from_phis(cg, args, phis, nc);
     uint32_t term = lower_block(cg, op->region[0]);
-    if (term == UINT32_MAX) return;
+    if (term == UINT32_MAX) {
+        loop_leave(cg, pre);
+        return;
+    }
     IrOp *y = ir_op(f, term);
     /* yielded registers, converted to the carried layouts (may open blocks) */
     LLVMValueRef **yregs = ARENA_ARRAY(cg->scratch, LLVMValueRef *, nc ? nc : 1);
     for (uint32_t i = 0; i < nc; i++) yregs[i] = regs_as(cg, opnd_list(cg, y, 0)[i], args[i]);
+    loop_leave(cg, pre);
     /* like the interpreter, a loop whose next index would leave its type stops */
     char ovname[64];
     const char *tn = LLVMTypeOf(lb) == cg->i64 ? "i64" : LLVMTypeOf(lb) == cg->i32 ? "i32"
@@ -1002,24 +1112,25 @@ void cg_lower_IF(Cg *cg, uint32_t opid, IrOp *op)
 
 void cg_lower_WHILE(Cg *cg, uint32_t opid, IrOp *op)
 {
-    (void)opid;
     IrFunc *f = cg->f;
     IrBlock *before = ir_blk(f, op->region[0]), *after = ir_blk(f, op->region[1]);
     uint32_t nc = before->nargs, nr = op->nres;
     LLVMValueRef **init_regs = ARENA_ARRAY(cg->scratch, LLVMValueRef *, nc ? nc : 1);
     for (uint32_t i = 0; i < nc; i++) init_regs[i] = regs_as(cg, ir_opnd(f, op, i), before->args[i]);
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b);
     LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "while.cond");
     LLVMBasicBlockRef bodyb = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "while.body");
     LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "while.exit");
-    LLVMBuildBr(cg->b, head);
+    LLVMBasicBlockRef pre = loop_enter(cg, opid, head);
     LLVMPositionBuilderAtEnd(cg->b, head);
     LLVMValueRef **phis = make_phis(cg, before->args, nc);
     for (uint32_t i = 0; i < nc; i++)
         for (uint32_t r = 0; r < nregs_of(cg, before->args[i]); r++) LLVMAddIncoming(phis[i][r], &init_regs[i][r], &pre, 1);
     define_from_phis(cg, before->args, phis, nc);
     uint32_t term = lower_block(cg, op->region[0]);
-    if (term == UINT32_MAX) return;
+    if (term == UINT32_MAX) {
+        loop_leave(cg, pre);
+        return;
+    }
     IrOp *cond = ir_op(f, term);
     LLVMValueRef c = cg_reg(cg, ir_opnd(f, cond, 0), 0);
     if (LLVMTypeOf(c) != cg->i1) c = LLVMBuildICmp(cg->b, LLVMIntNE, c, LLVMConstInt(LLVMTypeOf(c), 0, 0), "");
@@ -1033,8 +1144,12 @@ void cg_lower_WHILE(Cg *cg, uint32_t opid, IrOp *op)
     LLVMBuildCondBr(cg->b, c, bodyb, exit);
     LLVMPositionBuilderAtEnd(cg->b, bodyb);
     term = lower_block(cg, op->region[1]);
-    if (term == UINT32_MAX) return;
+    if (term == UINT32_MAX) {
+        loop_leave(cg, pre);
+        return;
+    }
     add_incoming(cg, phis, before->args, opnd_list(cg, ir_op(f, term), 0), nc);
+    loop_leave(cg, pre);
     LLVMBuildBr(cg->b, head);
     LLVMPositionBuilderAtEnd(cg->b, exit);
 }
@@ -1148,8 +1263,18 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
     cg->warps = f->warps ? f->warps : 4;
     init_types(cg);
     cg->vals = ARENA_ARRAY(scratch, CgVal, f->nvals);
-    for (uint32_t i = 0; i < f->nops && ir_target_has(t->arch, IR_TGT_WGMMA); i++)
-        cg->inline_fdiv |= !f->ops[i].dead && f->ops[i].opc == IR_DOT;
+    /* division inline only where a call would serialize wgmma (C7509): in a
+     * kernel whose dots lower to wgmma.  Elsewhere div.s64 and div.rn.f32 stay
+     * ptxas's subroutines: an inline 64-bit division per element of a tile is a
+     * loop each, and many of them cost ptxas seconds (paged_attn_decode: 12 s) */
+    for (uint32_t i = 0; i < f->nops && ir_target_has(t->arch, IR_TGT_WGMMA) && !cg->inline_fdiv; i++) {
+        IrOp *o = &f->ops[i];
+        if (o->dead || o->opc != IR_DOT) continue;
+        DotPlan plan;
+        layout_dot_plan(ir_vty(f, ir_opnd(f, o, 0)), ir_vty(f, ir_opnd(f, o, 1)), ir_vty(f, ir_res(o, 0)), cg->warps,
+                        f->mod ? f->mod->target : NULL, &plan);
+        cg->inline_fdiv = plan.instr == LL_DOT_WGMMA;
+    }
     cg->free_ = ARENA_ARRAY(scratch, uint8_t, f->nvals);
     ir_free_values(f, cg->free_);
 

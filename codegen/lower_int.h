@@ -70,6 +70,12 @@ typedef struct Cg {
     bool inline_fdiv;            /* f32 and 64-bit integer division inline (cg_fdiv_f32, cg_idiv64):
                                   * the kernel has wgmma, which ptxas serializes in a function with
                                   * calls (C7509), and div.rn.f32's slow path and div.s64 are calls */
+    /* the loops being lowered, outermost first: loop-invariant free values are
+     * rebuilt once in the loop's preheader, not in every iteration (remat, lower.c) */
+    struct CgLoop *loops;
+    int nloops, loopcap;
+    int emit_depth;              /* the loops whose body the builder is in (nloops, or fewer
+                                  * while it writes a preheader) */
     /* common types */
     LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, f64, vd, gptr, sptr;
 } Cg;
@@ -291,9 +297,11 @@ LLVMValueRef cg_math_unary(Cg *cg, const char *fn, DType dt, LLVMValueRef x);
  * without ptxas's division subroutine: in f64, Newton from rcp.approx (lower_math.c). */
 LLVMValueRef cg_fdiv_f32(Cg *cg, LLVMValueRef a, LLVMValueRef b);
 /* a / d (rem: a % d) for 64-bit integers (d != 0, not MIN / -1), truncating, without
- * ptxas's 64-bit division subroutine (a call: C7509 where the kernel has wgmma): 32-bit
- * division where both magnitudes fit, else an inline shift-subtract loop (lower_math.c). */
-LLVMValueRef cg_idiv64(Cg *cg, LLVMValueRef a, LLVMValueRef d, bool sg, bool rem);
+ * ptxas's 64-bit division subroutine (a call: C7509 where the kernel has wgmma):
+ * uniform (a scalar's division): 32-bit division where both magnitudes fit, else a
+ * shift-subtract loop; per tile element: an f64 reciprocal and two integer
+ * corrections, straight-line code that LLVM shares between the elements (lower_math.c). */
+LLVMValueRef cg_idiv64(Cg *cg, LLVMValueRef a, LLVMValueRef d, bool sg, bool rem, bool uniform);
 /* Float `%`: C's fmod, exact (a loop over the exponent difference). */
 LLVMValueRef cg_math_fmod(Cg *cg, DType dt, LLVMValueRef x, LLVMValueRef y);
 

@@ -441,16 +441,57 @@ LLVMValueRef cg_fdiv_f32(Cg *cg, LLVMValueRef a, LLVMValueRef b)
     return LLVMBuildFPTrunc(B, res, cg->f32, "fdiv");
 }
 
-LLVMValueRef cg_idiv64(Cg *cg, LLVMValueRef a, LLVMValueRef d, bool sg, bool rem)
+/* The quotient of two u64 (d != 0) without a loop or a call:
+ *   d >= 2^62: q <= 3, three compare-and-subtract steps;
+ *   otherwise r ~ 1/d (rcp.approx.ftz.f64 and MATH_FDIV_NEWTON Newton steps, relative
+ *   error below 2^-50), q0 = sat(n r) (|n/d - q0| < n 2^-49 / d + 1, so the remainder
+ *   R = n - q0 d, exact in wrapping u64 arithmetic, lies in (-2^15, d + 2^15) and fits an
+ *   i64), c = floor(R r), q1 = q0 + c (R - c d now lies in (-d/2, 3d/2), and in [0, d]
+ *   when d < 2^33), and one step down or up.  Straight-line code, so LLVM merges the
+ *   reciprocal of a divisor shared by many divisions; tests/unit/test_cgdiv.c replays it
+ *   with the reciprocal's error modelled at 2^-20. */
+static LLVMValueRef udiv64_nr(Cg *cg, LLVMValueRef n, LLVMValueRef d)
+{
+    LLVMBuilderRef B = cg->b;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(cg->ctx), f64 = LLVMDoubleTypeInContext(cg->ctx);
+    M m = {cg, f64, i64, "f64", true};
+    LLVMValueRef z = LLVMConstInt(i64, 0, 0), one = LLVMConstInt(i64, 1, 0);
+    LLVMValueRef df = LLVMBuildUIToFP(B, d, f64, "");
+    LLVMValueRef r = cg_call_intrinsic(cg, "llvm.nvvm.rcp.approx.ftz.d", f64, &df, 1);
+    LLVMValueRef nd = neg(&m, df), fone = K(&m, 1.0);
+    for (int i = 0; i < MATH_FDIV_NEWTON; i++) r = fma3(&m, r, fma3(&m, nd, r, fone), r);
+    LLVMValueRef x = mul(&m, LLVMBuildUIToFP(B, n, f64, ""), r);
+    LLVMValueRef q0 = cg_call_intrinsic(cg, "llvm.fptoui.sat.i64.f64", i64, &x, 1);
+    LLVMValueRef R = LLVMBuildSub(B, n, LLVMBuildMul(B, q0, d, ""), "");
+    LLVMValueRef y = un(&m, "floor", mul(&m, LLVMBuildSIToFP(B, R, f64, ""), r));
+    LLVMValueRef c = cg_call_intrinsic(cg, "llvm.fptosi.sat.i64.f64", i64, &y, 1);
+    LLVMValueRef q = LLVMBuildAdd(B, q0, c, "");
+    R = LLVMBuildSub(B, R, LLVMBuildMul(B, c, d, ""), "");
+    LLVMValueRef low = LLVMBuildICmp(B, LLVMIntSLT, R, z, "");
+    q = LLVMBuildSelect(B, low, LLVMBuildSub(B, q, one, ""), q, "");
+    R = LLVMBuildSelect(B, low, LLVMBuildAdd(B, R, d, ""), R, "");
+    LLVMValueRef high = LLVMBuildICmp(B, LLVMIntUGE, R, d, "");
+    q = LLVMBuildAdd(B, q, LLVMBuildZExt(B, high, i64, ""), "");
+    /* d >= 2^62 */
+    LLVMValueRef t = n, qb = z;
+    for (int i = 0; i < 3; i++) {
+        LLVMValueRef ge = LLVMBuildICmp(B, LLVMIntUGE, t, d, "");
+        t = LLVMBuildSelect(B, ge, LLVMBuildSub(B, t, d, ""), t, "");
+        qb = LLVMBuildAdd(B, qb, LLVMBuildZExt(B, ge, i64, ""), "");
+    }
+    LLVMValueRef big = LLVMBuildICmp(B, LLVMIntUGE, d, LLVMConstInt(i64, 1ull << 62, 0), "");
+    return LLVMBuildSelect(B, big, qb, q, "");
+}
+
+/* The quotient of two u64 (d != 0) for a uniform (scalar) division: 32-bit division
+ * where both fit, else a shift-subtract loop.  It runs once per thread; the
+ * straight-line udiv64_nr there (f64 registers beside the accumulators) makes ptxas
+ * serialize flash_attn_fwd's wgmma (C7520), the loop does not. */
+static LLVMValueRef udiv64_loop(Cg *cg, LLVMValueRef ua, LLVMValueRef ud)
 {
     LLVMBuilderRef B = cg->b;
     LLVMTypeRef i64 = LLVMInt64TypeInContext(cg->ctx), i32 = cg->i32;
     LLVMValueRef z = LLVMConstInt(i64, 0, 0), one = LLVMConstInt(i64, 1, 0);
-    LLVMValueRef an = sg ? LLVMBuildICmp(B, LLVMIntSLT, a, z, "") : NULL;
-    LLVMValueRef dn = sg ? LLVMBuildICmp(B, LLVMIntSLT, d, z, "") : NULL;
-    /* magnitudes (|MIN| is 2^63 as unsigned) */
-    LLVMValueRef ua = sg ? LLVMBuildSelect(B, an, LLVMBuildNeg(B, a, ""), a, "") : a;
-    LLVMValueRef ud = sg ? LLVMBuildSelect(B, dn, LLVMBuildNeg(B, d, ""), d, "") : d;
     LLVMValueRef hi = LLVMBuildLShr(B, LLVMBuildOr(B, ua, ud, ""), LLVMConstInt(i64, 32, 0), "");
     LLVMValueRef small = LLVMBuildICmp(B, LLVMIntEQ, hi, z, "");
     LLVMBasicBlockRef from = LLVMGetInsertBlock(B);
@@ -487,6 +528,20 @@ LLVMValueRef cg_idiv64(Cg *cg, LLVMValueRef a, LLVMValueRef d, bool sg, bool rem
     LLVMValueRef qv[2] = {qs, q2};
     LLVMBasicBlockRef qb[2] = {sb, lend};
     LLVMAddIncoming(q, qv, qb, 2);
+    return q;
+}
+
+LLVMValueRef cg_idiv64(Cg *cg, LLVMValueRef a, LLVMValueRef d, bool sg, bool rem, bool uniform)
+{
+    LLVMBuilderRef B = cg->b;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(cg->ctx);
+    LLVMValueRef z = LLVMConstInt(i64, 0, 0);
+    LLVMValueRef an = sg ? LLVMBuildICmp(B, LLVMIntSLT, a, z, "") : NULL;
+    LLVMValueRef dn = sg ? LLVMBuildICmp(B, LLVMIntSLT, d, z, "") : NULL;
+    /* magnitudes (|MIN| is 2^63 as unsigned) */
+    LLVMValueRef ua = sg ? LLVMBuildSelect(B, an, LLVMBuildNeg(B, a, ""), a, "") : a;
+    LLVMValueRef ud = sg ? LLVMBuildSelect(B, dn, LLVMBuildNeg(B, d, ""), d, "") : d;
+    LLVMValueRef q = uniform ? udiv64_loop(cg, ua, ud) : udiv64_nr(cg, ua, ud);
     if (rem) {
         LLVMValueRef ur = LLVMBuildSub(B, ua, LLVMBuildMul(B, q, ud, ""), "");
         return sg ? LLVMBuildSelect(B, an, LLVMBuildNeg(B, ur, ""), ur, "") : ur;

@@ -100,20 +100,45 @@ static void test_fdiv_edges(void **state)
     }
 }
 
-/* cg_idiv64 (d != 0, not MIN / -1: lower.c replaces those denominators first) */
-static uint64_t udiv_replay(uint64_t ua, uint64_t ud)
+/* cg_idiv64 (d != 0, not MIN / -1: lower.c replaces those denominators first):
+ * udiv64_nr of lower_math.c, step for step, with rcp.approx's error e */
+static uint64_t fptoui_sat(double x)
 {
-    if (((ua | ud) >> 32) == 0) return (uint32_t)ua / (uint32_t)ud;
-    uint64_t q = 0, r = 0;
-    for (uint64_t i = 64; i != 0;) {
-        i--;
-        uint64_t rr = (r << 1) | ((ua >> i) & 1);
-        bool ge = (int64_t)r < 0 || rr >= ud;
-        r = ge ? rr - ud : rr;
-        q |= (uint64_t)ge << i;
-    }
-    return q;
+    if (!(x > 0)) return 0;
+    if (x >= 0x1p64) return UINT64_MAX;
+    return (uint64_t)x;
 }
+static int64_t fptosi_sat(double x)
+{
+    if (x != x) return 0;
+    if (x >= 0x1p63) return INT64_MAX;
+    if (x < -0x1p63) return INT64_MIN;
+    return (int64_t)x;
+}
+static uint64_t udiv_replay_e(uint64_t n, uint64_t d, double e)
+{
+    double df = (double)d, r = (1.0 / df) * (1.0 + e);
+    for (int i = 0; i < MATH_FDIV_NEWTON; i++) r = fma(r, fma(-df, r, 1.0), r);
+    uint64_t q0 = fptoui_sat((double)n * r);
+    uint64_t R = n - q0 * d;
+    int64_t c = fptosi_sat(floor((double)(int64_t)R * r));
+    uint64_t q = q0 + (uint64_t)c;
+    R -= (uint64_t)c * d;
+    if ((int64_t)R < 0) {
+        q--;
+        R += d;
+    }
+    q += R >= d;
+    uint64_t t = n, qb = 0;
+    for (int i = 0; i < 3; i++) {
+        bool ge = t >= d;
+        t = ge ? t - d : t;
+        qb += ge;
+    }
+    return d >= (1ull << 62) ? qb : q;
+}
+static double idiv_err;
+static uint64_t udiv_replay(uint64_t ua, uint64_t ud) { return udiv_replay_e(ua, ud, idiv_err); }
 
 static void check_idiv(uint64_t a, uint64_t d)
 {
@@ -133,6 +158,9 @@ static void check_idiv(uint64_t a, uint64_t d)
 static void test_idiv64(void **state)
 {
     (void)state;
+    static const double errs[] = {0, 0x1p-20, -0x1p-20, 0x1p-33, -0x1p-45};
+    for (unsigned k = 0; k < sizeof errs / sizeof errs[0]; k++) {
+    idiv_err = errs[k];
     for (int i = 0; i < 300000; i++) {
         uint64_t a = next(), d = next();
         check_idiv(a, d);
@@ -145,6 +173,18 @@ static void test_idiv64(void **state)
     size_t n = sizeof sp / sizeof sp[0];
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++) check_idiv(sp[i], sp[j]);
+    /* around the paths' boundaries: d near 2^32, 2^33, 2^53, 2^62, 2^63; n near multiples of d */
+    for (int i = 0; i < 200000; i++) {
+        uint64_t x = next(), y = next();
+        int s = 30 + (int)(x % 35);
+        uint64_t d = (1ull << (s > 63 ? 63 : s)) + (uint64_t)((int64_t)(y % 9) - 4);
+        uint64_t q = x >> (x & 63);
+        check_idiv(q * d, d);
+        check_idiv(q * d - 1, d);
+        check_idiv(q * d + 1, d);
+        check_idiv(UINT64_MAX - (y & 0xffff), d);
+    }
+    }
 }
 
 int main(void)
