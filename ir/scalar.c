@@ -39,7 +39,9 @@ uint64_t ir_scalar_bits(DType dt, IrScalar x)
 {
     switch (dt) {
     case DT_F8E4M3: return fp_to_f8e4m3(x.f);
-    case DT_F8E5M2: return fp_to_f8e5m2(x.f);
+    /* an e5m2 value is infinite only as it was loaded or bitcast (a conversion to e5m2
+     * saturates, fp_round): its bits are inf's, as the GPU keeps them in a store or move */
+    case DT_F8E5M2: return isinf(x.f) ? (signbit(x.f) ? 0xFCu : 0x7Cu) : fp_to_f8e5m2(x.f);
     case DT_F16: return fp_to_f16(x.f);
     case DT_BF16: return fp_to_bf16(x.f);
     case DT_F32: {

@@ -21,6 +21,12 @@ made non-negative (abs before the cast to fp8: no cancellation, so the documente
 holds), and their results are only stored, as f32, to outputs of their own (f8oN), which
 `tilec run --device --check` compares with check.py's --rtol/--atol; they never feed a cast to an
 integer, a bitcast, a comparison or the hash.  Every other value is compared bit for bit.
+The same for every other result that lang/REFERENCE.md ("The GPU backend") lets the GPU give
+within a tolerance rather than bit for bit: exp, log, tanh, sigmoid, erf and rsqrt, float sum
+and cumsum (summed in another order) and f16/bf16 dots (tensor cores, the hardware's order).
+Each is stored where it is made, as f32, to an output of its own (apN), compared with the
+tolerance, and never enters the expressions the rest of the program is built from (the
+expression it would have been is its exact operand); math of f16/bf16 and casts stay exact.
 """
 import argparse
 import random
@@ -90,7 +96,15 @@ class Gen:
         self.fns = set()
         self.depth = 0
         self.fp8_outs = []  # results of FP8-operand dots: stored as f32 only (dot_stmt)
+        self.atomic_f = None  # the one atomic of the program (atomic_stmt)
+        self.approx_outs = 0  # apN outputs: results the GPU gives within a tolerance (approx)
         self.annotate = False  # --annotate: every let states the type the generator tracks for it
+
+    def approx(self, text):
+        """stores a result the GPU gives only within a tolerance to an output of its own, here
+        (its operands are in scope here), as f32; the caller goes on with an exact value"""
+        self.emit("store(ap%d + idx, (%s) as f32, m);" % (self.approx_outs, text))
+        self.approx_outs += 1
 
     def fresh(self, p="v"):
         self.n += 1
@@ -178,6 +192,9 @@ class Gen:
             t = arith(a[1]) if is_float(a[1]) else ("f32" if f not in ("abs", "floor", "ceil") else a[1])
             if t == "i1":
                 return self.cast(a)
+            if f not in ("abs", "floor", "ceil", "sqrt"):  # within ulps on the GPU: an output of its own
+                self.approx("%s(%s)" % (f, x))
+                return a
             return ("%s(%s)" % (f, x), t, a[2])
         if k == 8:  # where
             c = self.cond(d + 1)
@@ -209,6 +226,9 @@ class Gen:
                 t = "i32"
             if a[1] == "i1":
                 return self.cast(a)
+            if f == "sum" and is_float(t):  # summed in another order on the GPU
+                self.approx("sum(%s, 1)[:, None]" % a[0])
+                return a
             return ("%s(%s, 1)[:, None]" % (f, a[0]), t, "R1")
         if k == 12:  # unary
             if a[1] == "i1":
@@ -235,6 +255,11 @@ class Gen:
         return ("(%s as %s)" % (a[0], t), t, a[2])
 
     def bitcast(self, a, t):
+        # a float NaN that arithmetic made has the GPU's canonical bits (lang/REFERENCE.md, "The
+        # GPU backend"), the interpreter's keep a payload: such a NaN is replaced before its bits
+        # are read (the hash does the same)
+        if is_float(a[1]):
+            return ("bitcast<%s>(where(%s != %s, 0.5, %s))" % (t, a[0], a[0], a[0]), t, a[2])
         return ("bitcast<%s>(%s)" % (t, a[0]), t, a[2])
 
     def cond(self, d):
@@ -371,6 +396,8 @@ class Gen:
             self.emit("let %s = dot(%s, %s);" % (acc, opa % ("0", dt), opb % ("0", "", dt)))
         if fp8:
             self.fp8_outs.append(acc)
+        elif dt in ("f16", "bf16"):  # tensor cores: f32 sums in the hardware's order
+            self.approx(acc)
         else:
             self.vars.append(Var(acc, "f32", "RC"))
 
@@ -390,6 +417,9 @@ class Gen:
     def scan_stmt(self):
         a = self.leaf()
         if a[2] != "RC" or a[1] == "i1" or a[1] in FP8 or is_float(a[1]) and self.r.random() < 0.5:
+            return
+        if is_float(a[1]):  # each prefix summed in another order on the GPU
+            self.approx("cumsum(%s, 1)" % a[0])
             return
         self.let(("cumsum(%s, 1)" % a[0], sum_type(a[1]), "RC"), "cs")
 
@@ -420,7 +450,11 @@ class Gen:
         a = self.leaf()
         if is_float(a[1]) or a[1] == "i1":
             return
-        f = self.r.choice(["atomic_add", "atomic_max", "atomic_min"])
+        # one kind of atomic per program: adds commute with adds, maxima with maxima, but an add
+        # and a max on one address give what their order gives
+        if self.atomic_f is None:
+            self.atomic_f = self.r.choice(["atomic_add", "atomic_max", "atomic_min"])
+        f = self.atomic_f
         self.emit("%s(hist + (idx %% 4 + 4) %% 4, %s, m);" % (f, a[0]))
 
     FNS = {
@@ -496,6 +530,10 @@ class Gen:
             args.append("f8o%d=f32[%d]" % (j, nr * nc))
             self.emit("store(f8o%d + idx, %s, m);" % (j, v))
             outs.append("f8o%d" % j)
+        for j in range(self.approx_outs):
+            params.append("ap%d: ptr<f32>" % j)
+            args.append("ap%d=f32[%d]" % (j, nr * nc))
+            outs.append("ap%d" % j)
         # every [R, C] value reaches memory through a hash of its bits (NaN as 7: payloads are free)
         hs = []
         for v in [v for v in self.vars if v.shape == "RC"][-8:]:

@@ -209,6 +209,11 @@ static void casts_and_bitcasts(void **state)
                      (int16_t)0xfe00);
     assert_int_equal(ir_scalar_bitcast(DT_BF16, DT_U16, F(-1.5)).i, 0xbfc0);
     assert_int_equal(ir_scalar_bitcast(DT_F8E4M3, DT_U8, F(-448)).i, 0xfe);
+    /* an e5m2 inf made by a bitcast keeps its bits (a conversion saturates, above); the GPU
+     * stores and moves the byte as it is (gen-run seed 21406) */
+    assert_true(isinf(ir_scalar_bitcast(DT_U8, DT_F8E5M2, I(0xfc)).f));
+    assert_int_equal(ir_scalar_bitcast(DT_F8E5M2, DT_U8, ir_scalar_bitcast(DT_U8, DT_F8E5M2, I(0xfc))).i, 0xfc);
+    assert_int_equal(ir_scalar_bits(DT_F8E5M2, ir_scalar_bitcast(DT_U8, DT_F8E5M2, I(0x7c))), 0x7c);
     assert_int_equal(ir_scalar_bitcast(DT_I8, DT_U8, I(-1)).i, 0xff);
     /* i1 from a byte: any nonzero is true */
     assert_int_equal(ir_scalar_from_bits(DT_I1, 0x80).i, 1);
