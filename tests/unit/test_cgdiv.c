@@ -137,8 +137,26 @@ static uint64_t udiv_replay_e(uint64_t n, uint64_t d, double e)
     }
     return d >= (1ull << 62) ? qb : q;
 }
+/* udiv64_loop (a scalar's division): 32-bit division where both fit, else shift-subtract */
+static uint64_t udiv_replay_loop(uint64_t ua, uint64_t ud)
+{
+    if (((ua | ud) >> 32) == 0) return (uint32_t)ua / (uint32_t)ud;
+    uint64_t q = 0, r = 0;
+    for (uint64_t i = 64; i != 0;) {
+        i--;
+        uint64_t rr = (r << 1) | ((ua >> i) & 1);
+        bool ge = (int64_t)r < 0 || rr >= ud;
+        r = ge ? rr - ud : rr;
+        q |= (uint64_t)ge << i;
+    }
+    return q;
+}
 static double idiv_err;
-static uint64_t udiv_replay(uint64_t ua, uint64_t ud) { return udiv_replay_e(ua, ud, idiv_err); }
+static bool idiv_uniform;
+static uint64_t udiv_replay(uint64_t ua, uint64_t ud)
+{
+    return idiv_uniform ? udiv_replay_loop(ua, ud) : udiv_replay_e(ua, ud, idiv_err);
+}
 
 static void check_idiv(uint64_t a, uint64_t d)
 {
@@ -158,9 +176,11 @@ static void check_idiv(uint64_t a, uint64_t d)
 static void test_idiv64(void **state)
 {
     (void)state;
-    static const double errs[] = {0, 0x1p-20, -0x1p-20, 0x1p-33, -0x1p-45};
+    /* per element with each reciprocal error, then the uniform (loop) version (k == 5) */
+    static const double errs[] = {0, 0x1p-20, -0x1p-20, 0x1p-33, -0x1p-45, 0};
     for (unsigned k = 0; k < sizeof errs / sizeof errs[0]; k++) {
     idiv_err = errs[k];
+    idiv_uniform = k == 5;
     for (int i = 0; i < 300000; i++) {
         uint64_t a = next(), d = next();
         check_idiv(a, d);
