@@ -89,7 +89,7 @@ for p in "${pids[@]}"; do wait "$p"; done
 printf 'target\tjob\trun\tseconds\texecutions\texit\n' > "$out/jobs.tsv"
 cat "$work"/jobs-*.tsv >> "$out/jobs.tsv" 2>/dev/null
 sum() { awk -F'\t' -v t="$1" 'NR > 1 && (t == "" || $1 == t) { s += $5 } END { printf "%d", s }' "$out/jobs.tsv"; }
-nart=$(find "$work/crashes" -type f ! -name 'slow-unit-*' | wc -l)
+nart=$(find "$work/crashes" -type f ! -name '*slow-unit-*' | wc -l)
 find "$work/crashes" -type f -name '*slow-unit-*' -delete
 {
   echo "fuzz-run: $(date -u +%FT%TZ), ${total} s, $fe_jobs + $be_jobs processes, $(nproc) cores"
