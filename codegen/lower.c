@@ -438,7 +438,7 @@ static LLVMValueRef ew_binary(Cg *cg, IrOp *op, DType dt, LLVMValueRef *x)
     case IR_MUL: return fl ? LLVMBuildFMul(b, a, c, "") : LLVMBuildMul(b, a, c, "");
     case IR_DIV:
     case IR_REM: {
-        if (fl && op->opc == IR_DIV && dt == DT_F32 && cg->target->fast_math) { /* 2 ulp, ftz */
+        if (fl && op->opc == IR_DIV && dt == DT_F32 && cg_fast_math(cg)) { /* 2 ulp, ftz */
             LLVMValueRef args[2] = {a, c};
             return cg_inline_asm(cg, cg->f32, "div.full.ftz.f32 $0, $1, $2;", "=f,f,f", args, 2, false);
         }
@@ -921,17 +921,43 @@ static LLVMValueRef *regs_as(Cg *cg, IrVal v, IrVal as)
     return out;
 }
 
-/* One phi per register for each of `n` values typed like vals[i]. */
+/* The register bits of v's layout that replicate (zero bases): registers r and
+ * r & ~mask hold the same element, so they are one value. */
+static uint32_t rep_regs(Cg *cg, IrVal v)
+{
+    const Layout *L = cg_layout(cg, v);
+    return L ? layout_replicated(L, LL_REG) : 0;
+}
+
+/* One phi per distinct register for each of `n` values typed like vals[i]: a
+ * replicated register (rep_regs) shares the phi of the register it repeats, so
+ * a loop-carried row vector of an mma layout (attention's running maximum and
+ * denominator) is 2 values a thread, not one per accumulator column, and what
+ * is computed from it LLVM computes once.  Incoming values go to the distinct
+ * phis only (add_phi_in). */
 static LLVMValueRef **make_phis(Cg *cg, const IrVal *like, uint32_t n)
 {
     LLVMValueRef **phis = ARENA_ARRAY(cg->scratch, LLVMValueRef *, n);
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t nr = nregs_of(cg, like[i]);
+        uint32_t nr = nregs_of(cg, like[i]), rep = rep_regs(cg, like[i]);
         phis[i] = ARENA_ARRAY(cg->scratch, LLVMValueRef, nr);
         LLVMTypeRef t = cg_elem_type(cg, ir_vty(cg->f, like[i]));
-        for (uint32_t r = 0; r < nr; r++) phis[i][r] = LLVMBuildPhi(cg->b, t, "");
+        for (uint32_t r = 0; r < nr; r++) phis[i][r] = (r & rep) ? phis[i][r & ~rep] : LLVMBuildPhi(cg->b, t, "");
     }
     return phis;
+}
+
+/* Register r of each distinct phi of value `like` gets in[k][r] from from[k], k < nin. */
+static void add_phi_in(Cg *cg, LLVMValueRef *phis, IrVal like, LLVMValueRef *const *in, LLVMBasicBlockRef *from,
+                       uint32_t nin)
+{
+    uint32_t rep = rep_regs(cg, like);
+    for (uint32_t r = 0; r < nregs_of(cg, like); r++) {
+        if (r & rep) continue;
+        LLVMValueRef v[2];
+        for (uint32_t k = 0; k < nin; k++) v[k] = in[k][r];
+        LLVMAddIncoming(phis[r], v, from, nin);
+    }
 }
 
 /* Adds the values `from` (converted to the layouts of `like`) as incoming from
@@ -941,8 +967,7 @@ static void add_incoming(Cg *cg, LLVMValueRef **phis, const IrVal *like, const I
     LLVMValueRef **regs = ARENA_ARRAY(cg->scratch, LLVMValueRef *, n ? n : 1);
     for (uint32_t i = 0; i < n; i++) regs[i] = regs_as(cg, from[i], like[i]);
     LLVMBasicBlockRef bb = LLVMGetInsertBlock(cg->b);
-    for (uint32_t i = 0; i < n; i++)
-        for (uint32_t r = 0; r < nregs_of(cg, like[i]); r++) LLVMAddIncoming(phis[i][r], &regs[i][r], &bb, 1);
+    for (uint32_t i = 0; i < n; i++) add_phi_in(cg, phis[i], like[i], &regs[i], &bb, 1);
 }
 
 static void define_from_phis(Cg *cg, const IrVal *vals, LLVMValueRef **phis, uint32_t n)
@@ -976,8 +1001,7 @@ void cg_lower_FOR(Cg *cg, uint32_t opid, IrOp *op)
     LLVMValueRef iv = LLVMBuildPhi(cg->b, LLVMTypeOf(lb), "iv");
     LLVMAddIncoming(iv, &lb, &pre, 1);
     LLVMValueRef **phis = make_phis(cg, args, nc);
-    for (uint32_t i = 0; i < nc; i++)
-        for (uint32_t r = 0; r < nregs_of(cg, args[i]); r++) LLVMAddIncoming(phis[i][r], &init_regs[i][r], &pre, 1);
+    for (uint32_t i = 0; i < nc; i++) add_phi_in(cg, phis[i], args[i], &init_regs[i], &pre, 1);
     /* the loop runs while iv < ub for a positive step, iv > ub for a negative one */
     bool sg = dt_is_signed(it);
     LLVMValueRef zero = LLVMConstInt(LLVMTypeOf(lb), 0, 0);
@@ -1011,8 +1035,7 @@ void cg_lower_FOR(Cg *cg, uint32_t opid, IrOp *op)
     LLVMValueRef next = LLVMBuildExtractValue(cg->b, ov, 0, "iv.next");
     LLVMValueRef wrapped = LLVMBuildExtractValue(cg->b, ov, 1, "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
-    for (uint32_t i = 0; i < nc; i++)
-        for (uint32_t r = 0; r < nregs_of(cg, args[i]); r++) LLVMAddIncoming(phis[i][r], &yregs[i][r], &latch, 1);
+    for (uint32_t i = 0; i < nc; i++) add_phi_in(cg, phis[i], args[i], &yregs[i], &latch, 1);
     LLVMAddIncoming(iv, &next, &latch, 1);
     LLVMBuildCondBr(cg->b, wrapped, exit, head);
 
@@ -1021,12 +1044,11 @@ void cg_lower_FOR(Cg *cg, uint32_t opid, IrOp *op)
     IrVal *res = ARENA_ARRAY(cg->scratch, IrVal, nc ? nc : 1);
     for (uint32_t i = 0; i < nc; i++) res[i] = ir_res(op, i);
     LLVMValueRef **rphis = make_phis(cg, res, nc);
-    for (uint32_t i = 0; i < nc; i++)
-        for (uint32_t r = 0; r < nregs_of(cg, res[i]); r++) {
-            LLVMValueRef in[2] = {phis[i][r], yregs[i][r]};
-            LLVMBasicBlockRef from[2] = {head, latch};
-            LLVMAddIncoming(rphis[i][r], in, from, 2);
-        }
+    for (uint32_t i = 0; i < nc; i++) {
+        LLVMValueRef *in[2] = {phis[i], yregs[i]};
+        LLVMBasicBlockRef from[2] = {head, latch};
+        add_phi_in(cg, rphis[i], res[i], in, from, 2);
+    }
     define_from_phis(cg, res, rphis, nc);
 }
 
@@ -1102,11 +1124,10 @@ void cg_lower_IF(Cg *cg, uint32_t opid, IrOp *op)
     }
     LLVMPositionBuilderAtEnd(cg->b, join);
     LLVMValueRef **phis = make_phis(cg, res, nr);
-    for (uint32_t i = 0; i < nr; i++)
-        for (uint32_t r = 0; r < nregs_of(cg, res[i]); r++) {
-            LLVMValueRef in[2] = {vals[0][i][r], vals[1][i][r]};
-            LLVMAddIncoming(phis[i][r], in, from, 2);
-        }
+    for (uint32_t i = 0; i < nr; i++) {
+        LLVMValueRef *in[2] = {vals[0][i], vals[1][i]};
+        add_phi_in(cg, phis[i], res[i], in, from, 2);
+    }
     define_from_phis(cg, res, phis, nr);
 }
 
@@ -1123,8 +1144,7 @@ void cg_lower_WHILE(Cg *cg, uint32_t opid, IrOp *op)
     LLVMBasicBlockRef pre = loop_enter(cg, opid, head);
     LLVMPositionBuilderAtEnd(cg->b, head);
     LLVMValueRef **phis = make_phis(cg, before->args, nc);
-    for (uint32_t i = 0; i < nc; i++)
-        for (uint32_t r = 0; r < nregs_of(cg, before->args[i]); r++) LLVMAddIncoming(phis[i][r], &init_regs[i][r], &pre, 1);
+    for (uint32_t i = 0; i < nc; i++) add_phi_in(cg, phis[i], before->args[i], &init_regs[i], &pre, 1);
     define_from_phis(cg, before->args, phis, nc);
     uint32_t term = lower_block(cg, op->region[0]);
     if (term == UINT32_MAX) {

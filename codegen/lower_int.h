@@ -80,6 +80,9 @@ typedef struct Cg {
     LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, f64, vd, gptr, sptr;
 } Cg;
 
+/* Approximate math (lower_math.c): --fast-math, or the kernel's math(fast) clause. */
+static inline bool cg_fast_math(const Cg *cg) { return cg->target->fast_math || cg->f->fast_math; }
+
 typedef void (*CgHook)(Cg *cg, uint32_t opid, IrOp *op);
 
 /* The occupancy hint of one kernel and the estimate behind it (occupancy.c). */

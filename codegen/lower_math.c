@@ -369,7 +369,7 @@ static LLVMValueRef fast_math(Cg *cg, const char *fn, LLVMValueRef x)
 
 LLVMValueRef cg_math_unary(Cg *cg, const char *fn, DType dt, LLVMValueRef x)
 {
-    if (cg->target->fast_math && dt != DT_F64) {
+    if (cg_fast_math(cg) && dt != DT_F64) {
         bool nar = dt == DT_F16 || dt == DT_BF16;
         LLVMValueRef y = fast_math(cg, fn, nar ? LLVMBuildFPExt(cg->b, x, cg->f32, "") : x);
         if (y) return nar ? LLVMBuildFPTrunc(cg->b, y, cg_dtype(cg, dt), "") : y;

@@ -397,6 +397,10 @@ static void decl(StrBuf *b, const AstNode *n)
             expr(b, n->warps);
             sb_putc(b, ')');
         }
+        if (n->fast_math) {
+            newline(b, 1);
+            sb_puts(b, "(math fast)");
+        }
         for (uint32_t i = 0; i < n->nreqs; i++) {
             newline(b, 1);
             sb_puts(b, "(requires ");

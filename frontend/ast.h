@@ -120,6 +120,7 @@ struct AstNode {
     AstCParam *cparams;         /* AST_KERNEL */
     uint32_t ncparams;
     AstNode *warps;             /* AST_KERNEL: warps(expr) or NULL */
+    bool fast_math;             /* AST_KERNEL: math(fast) */
     bool has_grid;              /* AST_KERNEL: grid(list...) */
     AstNode **reqs;             /* AST_KERNEL: requires(reqs[2i], reqs[2i+1]): condition, message (AST_STRING) */
     uint32_t nreqs;

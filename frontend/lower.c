@@ -234,6 +234,7 @@ static bool lower_kernel(Lower *L, const AstNode *kn, bool *used, IrFunc *scratc
         uint32_t b = sema_declare(L, p->name, BIND_PARAM, p->loc, v, kn);
         if (v.kind == LV_VAL) param_bind[nparam++] = b;
     }
+    f->fast_math = kn->fast_math;
     if (kn->warps) {
         int64_t w;
         if (fe_const_int(L, kn->warps, "the number of warps", &w)) {

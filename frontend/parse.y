@@ -66,7 +66,8 @@ typedef struct Clauses {        /* kernel grid(...), warps(...), requires(...) a
     NodeList tune;              /* tune(NAME = [v, ...], ...): one AST_LIST named NAME per item */
     bool has_grid, has_tune;
     AstNode *warps;
-    SrcLoc grid_loc, warps_loc, tune_loc;
+    bool fast_math, has_math;   /* math(fast) / math(exact) */
+    SrcLoc grid_loc, warps_loc, tune_loc, math_loc;
 } Clauses;
 
 typedef struct LexBracket {
@@ -314,6 +315,7 @@ static AstNode *kernel(LexState *st, const char *name, SrcLoc loc, CParamList cp
     n->nlist = cl.grid.n;
     n->has_grid = cl.has_grid;
     n->warps = cl.warps;
+    n->fast_math = cl.fast_math;
     n->reqs = cl.reqs.items;
     n->nreqs = cl.reqs.n / 2;
     check_tune(st, cps, cl.tune);
@@ -345,6 +347,18 @@ static void clause(LexState *st, Clauses *cl, const char *name, SrcLoc loc, Node
         }
         cl->warps = args.items[0];
         cl->warps_loc = loc;
+    } else if (strcmp(name, "math") == 0) {
+        const AstNode *a = args.n == 1 ? args.items[0] : NULL;
+        if (cl->has_math) {
+            diag_error(st->diag, loc, "duplicate 'math' clause");
+            diag_note(st->diag, cl->math_loc, "the first 'math' clause is here");
+        } else if (!a || a->kind != AST_NAME || (strcmp(a->name, "fast") != 0 && strcmp(a->name, "exact") != 0)) {
+            diag_error(st->diag, a ? a->loc : loc, "math(...) takes 'fast' or 'exact': math(fast)");
+        } else {
+            cl->fast_math = strcmp(a->name, "fast") == 0;
+        }
+        cl->has_math = true;
+        cl->math_loc = loc;
     } else if (strcmp(name, "requires") == 0) {
         if (args.n != 2 || args.items[1]->kind != AST_STRING) {
             diag_error(st->diag, args.n == 2 ? args.items[1]->loc : loc,
@@ -356,8 +370,8 @@ static void clause(LexState *st, Clauses *cl, const char *name, SrcLoc loc, Node
     } else if (strcmp(name, "tune") == 0) {
         diag_error(st->diag, loc, "tune(...) takes NAME = [VALUE, ...] items: tune(BM = [64, 128], BN = [128, 256])");
     } else {
-        diag_error(st->diag, loc, "unknown kernel clause '%s': expected 'grid(...)', 'warps(...)', 'requires(...)', "
-                   "'tune(...)' or '{'", name);
+        diag_error(st->diag, loc, "unknown kernel clause '%s': expected 'grid(...)', 'warps(...)', 'math(...)', "
+                   "'requires(...)', 'tune(...)' or '{'", name);
     }
 }
 

@@ -174,6 +174,7 @@ typedef struct IrFunc {
     IrSpec *specs;
     uint32_t nspecs, speccap;
     int warps;              /* 0: compiler's choice */
+    bool fast_math;         /* math(fast): the GPU's approximate math, as --fast-math (lang/REFERENCE.md) */
     IrBlk body, grid;       /* grid may be IR_NONE */
     IrBlk requires;         /* IR_NONE, or a block yielding nreq i1 scalars (host code, like grid) */
     uint32_t *req_msg;      /* nreq module string ids: the message of each requires clause */

@@ -1227,10 +1227,20 @@ static void parse_kernel(Parser *p)
         warps = (int)expect_int(p, 1, 1024, "a warp count");
         expect(p, ')');
     }
+    bool fast_math = false;
+    if (is_word_tok(&p->tok, "math")) {
+        next(p);
+        expect(p, '(');
+        if (!is_word_tok(&p->tok, "fast")) ERR(p, p->tok.loc, "math(...) takes 'fast'");
+        next(p);
+        expect(p, ')');
+        fast_math = true;
+    }
     SrcLoc loc = parse_loc(p);
     IrFunc *f = ir_func_new(p->m, symbol, source, loc);
     p->f = f;
     f->warps = warps;
+    f->fast_math = fast_math;
     for (uint32_t i = 0; i < ns; i++) {
         const Item *it = &p->items[sbase + i];
         ir_func_add_spec(f, arena_strndup(&p->scratch, it->name.s, it->name.n), it->text);

@@ -411,6 +411,7 @@ void ir_print_func(StrBuf *b, const IrFunc *f)
         if (i + 1 == f->nspecs) sb_putc(b, ')');
     }
     if (f->warps) sb_printf(b, " warps(%d)", f->warps);
+    if (f->fast_math) sb_puts(b, " math(fast)");
     put_loc(&p, f->loc);
     sb_puts(b, " {\n");
     for (uint32_t k = 0; k < p.nlnum; k++) {
