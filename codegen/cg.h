@@ -43,6 +43,15 @@ bool cg_emit_ptx_timed(void *llvm_module, const CgTarget *t, StrBuf *ptx, CgTime
 bool cg_ptx_to_cubin(const char *ptx, size_t ptx_len, const CgTarget *t, void **cubin, size_t *cubin_len,
                      StrBuf *info, Diag *d);
 
+/* ptxas.c: PTX -> cubin through the toolkit's ptxas as a whole program, which honours setmaxnreg
+ * (nvJitLink compiles relocatable code and drops it).  cg_ptxas_wanted: the PTX uses setmaxnreg;
+ * cg_ptxas_available: a ptxas was found ($TILEC_PTXAS, "none" to refuse; $CUDA_HOME/bin; the
+ * build's toolkit; $PATH).  *child_cpu: the CPU seconds of the ptxas process. */
+bool cg_ptxas_wanted(const char *ptx, size_t ptx_len);
+bool cg_ptxas_available(void);
+bool cg_ptxas_to_cubin(const char *ptx, size_t ptx_len, const CgTarget *t, void **cubin, size_t *cubin_len,
+                       StrBuf *info, double *child_cpu, Diag *d);
+
 typedef enum CgEmit { CG_EMIT_LLVM, CG_EMIT_PTX, CG_EMIT_CUBIN } CgEmit;
 
 /* What code generation decided for one kernel (also meta_emit.h's input). */
@@ -57,7 +66,8 @@ typedef struct CgResult {
     struct CgKernelFacts *facts;    /* one per kernel, in module order (their TMA descriptors owned here) */
     uint32_t nfacts;
     CgTimes *times;                 /* one per kernel, in module order */
-    double ptxas_cpu;               /* CPU seconds of the process in nvJitLink (all its threads) */
+    double ptxas_cpu;               /* CPU seconds in nvJitLink (all its threads), or of the ptxas process */
+    bool whole_program;             /* the cubin came from ptxas as a whole program (ptxas.c), not nvJitLink */
 } CgResult;
 
 struct IrModule;

@@ -502,8 +502,14 @@ bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit upto, CgResult *ou
     /* 4. the cubin */
     if (ok && upto == CG_EMIT_CUBIN) {
         double c0 = cpu_now(CLOCK_PROCESS_CPUTIME_ID);
-        ok = cg_ptx_to_cubin(out->ptx.s, out->ptx.len, t, &out->cubin, &out->cubin_len, &out->info, d);
-        out->ptxas_cpu = cpu_now(CLOCK_PROCESS_CPUTIME_ID) - c0;
+        double child = 0;
+        /* a warp-specialized kernel's setmaxnreg survives only a whole-program ptxas (ptxas.c) */
+        out->whole_program = cg_ptxas_wanted(out->ptx.s, out->ptx.len) && cg_ptxas_available();
+        if (out->whole_program)
+            ok = cg_ptxas_to_cubin(out->ptx.s, out->ptx.len, t, &out->cubin, &out->cubin_len, &out->info, &child, d);
+        else
+            ok = cg_ptx_to_cubin(out->ptx.s, out->ptx.len, t, &out->cubin, &out->cubin_len, &out->info, d);
+        out->ptxas_cpu = cpu_now(CLOCK_PROCESS_CPUTIME_ID) - c0 + child;
     }
     if (ok && diag_remark_on(d, DIAG_REMARK_occupancy)) remark_occupancy(m, t, out, upto == CG_EMIT_CUBIN, d);
     if (ok && diag_remark_on(d, DIAG_REMARK_schedule)) remark_schedule(m, t, out, upto == CG_EMIT_CUBIN, d);

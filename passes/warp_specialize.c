@@ -26,11 +26,12 @@
  * specialized kernel's register count (below); the rule is documented in
  * lang/PIPELINING.md.
  *
- * Registers: nvJitLink compiles the PTX for linking, and ptxas then ignores
- * setmaxnreg (C7504), so every warp runs at the entry count (168 at 384
- * threads).  The GEMM consumers fit it without the fallback (0 spills for the
- * stdlib _ws kernels); the setmaxnreg instructions stay in the PTX, for a
- * whole-program ptxas (which honours them: 232 in the consumers).
+ * Registers: nvJitLink compiles its PTX for linking, and ptxas then ignores
+ * setmaxnreg (C7504), so a module that holds setmaxnreg is compiled by the
+ * toolkit's ptxas as a whole program instead (codegen/ptxas.c), which honours
+ * it: 232 registers in the consumers, 40 in the producer.  Where no ptxas is
+ * found, nvJitLink's cubin runs every warp at the entry count (168 at 384
+ * threads); the GEMM consumers fit that too (0 spills for the stdlib _ws kernels).
  *
  * The producer branches off at the very start of the kernel and returns at the
  * end of its loop, so it runs none of the consumers' code, and the consumers'

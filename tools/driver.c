@@ -68,7 +68,9 @@ static void codegen_times(const DriverOpts *o, const IrModule *m, const CgResult
                 c->lower * 1e3, c->opt * 1e3, c->ptx * 1e3);
     }
     fprintf(stderr, "tilec:   CPU: lower %.1f ms, llvm-opt %.1f ms, llvm-ptx %.1f ms", lower * 1e3, opt * 1e3, ptx * 1e3);
-    if (upto == DRIVER_CUBIN) fprintf(stderr, ", ptxas %.1f ms", r->ptxas_cpu * 1e3);
+    if (upto == DRIVER_CUBIN)
+        fprintf(stderr, ", ptxas %.1f ms%s", r->ptxas_cpu * 1e3,
+                r->whole_program ? " (the toolkit's ptxas, whole program: setmaxnreg kept)" : "");
     fprintf(stderr, "; the stage: %.1f ms CPU, %.1f ms wall, -j%d\n", (cpu_now() - cpu0) * 1e3, (now() - wall0) * 1e3,
             o->jobs);
 }
