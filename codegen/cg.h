@@ -45,10 +45,10 @@ bool cg_ptx_to_cubin(const char *ptx, size_t ptx_len, const CgTarget *t, void **
 
 /* ptxas.c: PTX -> cubin through the toolkit's ptxas as a whole program, which honours setmaxnreg
  * (nvJitLink compiles relocatable code and drops it).  cg_ptxas_wanted: the PTX uses setmaxnreg;
- * cg_ptxas_available: a ptxas was found ($TILEC_PTXAS, "none" to refuse; $CUDA_HOME/bin; the
+ * cg_ptxas_available: a ptxas was found (an error where TILEC_PTXAS names none) ($TILEC_PTXAS, "none" to refuse; $CUDA_HOME/bin; the
  * build's toolkit; $PATH).  *child_cpu: the CPU seconds of the ptxas process. */
 bool cg_ptxas_wanted(const char *ptx, size_t ptx_len);
-bool cg_ptxas_available(void);
+bool cg_ptxas_available(Diag *d, bool *err); /* *err: TILEC_PTXAS names no executable (reported) */
 bool cg_ptxas_to_cubin(const char *ptx, size_t ptx_len, const CgTarget *t, void **cubin, size_t *cubin_len,
                        StrBuf *info, double *child_cpu, Diag *d);
 

@@ -504,8 +504,11 @@ bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit upto, CgResult *ou
         double c0 = cpu_now(CLOCK_PROCESS_CPUTIME_ID);
         double child = 0;
         /* a warp-specialized kernel's setmaxnreg survives only a whole-program ptxas (ptxas.c) */
-        out->whole_program = cg_ptxas_wanted(out->ptx.s, out->ptx.len) && cg_ptxas_available();
-        if (out->whole_program)
+        bool bad_env = false;
+        out->whole_program = cg_ptxas_wanted(out->ptx.s, out->ptx.len) && cg_ptxas_available(d, &bad_env);
+        if (bad_env)
+            ok = false;
+        else if (out->whole_program)
             ok = cg_ptxas_to_cubin(out->ptx.s, out->ptx.len, t, &out->cubin, &out->cubin_len, &out->info, &child, d);
         else
             ok = cg_ptx_to_cubin(out->ptx.s, out->ptx.len, t, &out->cubin, &out->cubin_len, &out->info, d);

@@ -82,10 +82,19 @@ bool cg_ptxas_wanted(const char *ptx, size_t ptx_len)
     return false;
 }
 
-bool cg_ptxas_available(void)
+bool cg_ptxas_available(Diag *d, bool *err)
 {
     char p[4096];
-    return find_ptxas(p, sizeof p);
+    *err = false;
+    if (find_ptxas(p, sizeof p)) return true;
+    const char *env = getenv("TILEC_PTXAS");
+    if (env && *env && strcmp(env, "none") != 0) {
+        /* asked for by name: not there is an error, not a quiet fallback */
+        diag_error_noloc(d, "TILEC_PTXAS=%s is not an executable file (name the toolkit's ptxas, or 'none' "
+                            "for nvJitLink, which drops setmaxnreg)", env);
+        *err = true;
+    }
+    return false;
 }
 
 static bool write_file(const char *path, const void *data, size_t len)
