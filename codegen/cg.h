@@ -1,6 +1,7 @@
 /* cg.h: the GPU backend.
  *
  *   layout-annotated tile IR --lower.c--> LLVM module --target.c--> PTX --jitlink.c--> cubin
+ *   (a module holding setmaxnreg: PTX --ptxas.c, the toolkit's ptxas as a whole program--> cubin)
  *
  * LLVM-C objects are created and disposed inside one call of cg_compile_*;
  * nothing LLVM escapes this layer.  nvJitLink is opened with dlopen, so tilec

@@ -20,7 +20,8 @@
  *    So -j1 and -jN write the same bytes.
  * 3. The kernel metadata (runtime/meta.h, codegen/meta_emit.c) is appended as
  *    the global byte array __tilec_meta, so it travels inside the cubin.
- * 4. nvJitLink turns the PTX into a cubin (jitlink.c).
+ * 4. nvJitLink turns the PTX into a cubin (jitlink.c); a module holding setmaxnreg goes
+ *    through the toolkit's ptxas as a whole program instead, which keeps it (ptxas.c).
  */
 #include "cg.h"
 
