@@ -27,6 +27,10 @@ and cumsum (summed in another order) and f16/bf16 dots (tensor cores, the hardwa
 Each is stored where it is made, as f32, to an output of its own (apN), compared with the
 tolerance, and never enters the expressions the rest of the program is built from (the
 expression it would have been is its exact operand); math of f16/bf16 and casts stay exact.
+One program in four carries a math clause (lang/REFERENCE.md), `math(exact)` or `math(fast)`;
+under `math(fast)` f32 division joins those results (div.full, 2 ulp: the apN output gets the
+quotient, the expression goes on with the product), and the approximated math of f16/bf16
+operands is taken in f32 (rounded to bf16 it could land an ulp, 2^-8, away: past the tolerance).
 """
 import argparse
 import random
@@ -99,12 +103,26 @@ class Gen:
         self.atomic_f = None  # the one atomic of the program (atomic_stmt)
         self.approx_outs = 0  # apN outputs: results the GPU gives within a tolerance (approx)
         self.annotate = False  # --annotate: every let states the type the generator tracks for it
+        # the kernel's math clause, from a stream of its own (the program's stream is unchanged
+        # where the clause is absent or exact): math(fast) makes f32 division and exp, log,
+        # rsqrt, sigmoid, tanh the GPU's approximations, so their results go to apN outputs
+        self.math = random.Random(seed * 7919 + 17).choice([None] * 6 + ["exact", "fast"])
 
     def approx(self, text):
         """stores a result the GPU gives only within a tolerance to an output of its own, here
         (its operands are in scope here), as f32; the caller goes on with an exact value"""
         self.emit("store(ap%d + idx, (%s) as f32, m);" % (self.approx_outs, text))
         self.approx_outs += 1
+
+    def fast_div(self, parts, t, shape):
+        """a float quotient or remainder (x, op, y) of type t: under math(fast) an f32 quotient
+        is the GPU's div.full (2 ulp), so it goes to an apN output and the expression goes on
+        with x * y (exact on both sides)"""
+        x, op, y = parts
+        if self.math == "fast" and op == "/" and t == "f32":
+            self.approx("(%s / %s)" % (x, y))
+            return ("(%s * %s)" % (x, y), t, shape)
+        return ("(%s %s %s)" % (x, op, y), t, shape)
 
     def fresh(self, p="v"):
         self.n += 1
@@ -151,12 +169,12 @@ class Gen:
                 else:
                     return ("(%s %s (%s | 1))" % (a[0], op, b[0]), t, self.sh(a, b))
             if op in "/%" and is_float(t) and b[1] is None:
-                return ("(%s %s %s)" % (a[0], op, r.choice(["2.0", "-0.75", "3.0"])), t, a[2])
+                return self.fast_div((a[0], op, r.choice(["2.0", "-0.75", "3.0"])), t, a[2])
             if op in "/%" and is_float(t):
                 # keep divisors away from 0: |b| + 0.5, of type t; the quotient then has the type of a
                 # with t, which differs from t where an fp8 b made t f32 beside an f64 a
-                return ("(%s %s (abs(%s as %s) + 0.5))" % (a[0], op, b[0], t), arith(promote(a[1], t)),
-                        self.sh(a, b))
+                return self.fast_div((a[0], op, "(abs(%s as %s) + 0.5)" % (b[0], t)), arith(promote(a[1], t)),
+                                     self.sh(a, b))
             if t == "i1":
                 return ("((%s as i32) %s %s)" % (a[0], op, b[0]), "i32", self.sh(a, b))
             return ("(%s %s %s)" % (a[0], op, b[0]), t, self.sh(a, b))
@@ -189,6 +207,10 @@ class Gen:
                     x = "(abs(%s as f32) + 1.0)" % a[0]
             else:
                 x = a[0]
+            if self.math == "fast" and a[1] not in ("f32", "f64") and f not in ("abs", "floor", "ceil", "sqrt"):
+                # an f16/bf16 approximation rounds to the narrow type, one of its ulps (2^-8 for
+                # bf16) from the exact result: past the apN tolerance; in f32 it stays within it
+                x = "(%s as f32)" % x
             t = arith(a[1]) if is_float(a[1]) else ("f32" if f not in ("abs", "floor", "ceil") else a[1])
             if t == "i1":
                 return self.cast(a)
@@ -557,7 +579,8 @@ class Gen:
         for f in sorted(self.fns):
             head.append(self.FNS[f])
         head.append("kernel k%d<R: int = %d, C: int = %d, K: int = %d>(%s)" % (self.seed, R, C, K, ", ".join(params)))
-        head.append("    grid((nr + R - 1) / R, (nc + C - 1) / C) warps(%d)" % warps)
+        head.append("    grid((nr + R - 1) / R, (nc + C - 1) / C) warps(%d)%s"
+                    % (warps, " math(%s)" % self.math if self.math else ""))
         src = "\n".join(head) + "\n{\n" + "\n".join(self.lines) + "\n}\n"
         poison = ",".join(outs + ["O"])
         run = ["--kernel", "k%d" % self.seed] + args + ["--seed", str(self.seed % 1000 + 1), "--poison", poison]
