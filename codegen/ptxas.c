@@ -138,7 +138,7 @@ bool cg_ptxas_to_cubin(const char *ptx, size_t ptx_len, const CgTarget *t, void 
         diag_error_noloc(d, "ptxas: cannot write %s: %s", in, strerror(errno));
         goto out;
     }
-    char arch[40], opt[8];
+    char arch[40], opt[16];
     snprintf(arch, sizeof arch, "-arch=%s", t->arch->name);
     int lvl = t->opt_level < 0 ? 0 : t->opt_level > 3 ? 3 : t->opt_level;
     snprintf(opt, sizeof opt, "-O%d", lvl);
