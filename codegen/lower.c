@@ -92,7 +92,23 @@ LLVMValueRef cg_inline_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char
     LLVMTypeRef fty = LLVMFunctionType(ret, at, n, 0);
     LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)constraints, strlen(constraints),
                                          side_effects, 0, LLVMInlineAsmDialectATT, 0);
-    return LLVMBuildCall2(cg->b, fty, asmv, args, n, "");
+    LLVMValueRef call = LLVMBuildCall2(cg->b, fty, asmv, args, n, "");
+    if (side_effects || strstr(text, "sync") || strstr(text, "aligned")) cg_convergent(cg, call);
+    return call;
+}
+
+/* Marks an inline-asm call convergent, as LLVM's own barrier and shuffle intrinsics are.
+ * Inline asm is not, by default, so LLVM may duplicate a call into both sides of a branch
+ * (tail duplication, jump threading) or sink copies of it into one: then the threads of one
+ * warp run different `bar.sync` (or wgmma, setmaxnreg) instructions, which PTX's `.aligned`
+ * forms forbid.  A `bar.sync 1, N` duplicated into thread 0's barrier-initialisation branch
+ * counted warp 0 twice and hung the warp-specialized attention kernel (session 9).  Every
+ * asm with side effects gets it (barriers, mbarriers, TMA, wgmma, fences), and any other
+ * whose text names a warp-synchronous form. */
+void cg_convergent(Cg *cg, LLVMValueRef call)
+{
+    unsigned kind = LLVMGetEnumAttributeKindForName("convergent", 10);
+    LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, kind, 0));
 }
 
 static LLVMValueRef sreg(Cg *cg, const char *name)
@@ -149,7 +165,7 @@ void cg_asm_void(Cg *cg, const char *text)
     const char *cons = "~{memory}";
     LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
                                          LLVMInlineAsmDialectATT, 0);
-    LLVMBuildCall2(cg->b, fty, asmv, NULL, 0, "");
+    cg_convergent(cg, LLVMBuildCall2(cg->b, fty, asmv, NULL, 0, ""));
 }
 
 LLVMBasicBlockRef cg_thread0(Cg *cg)

@@ -158,6 +158,17 @@ static bool guarded(IrFunc *f, const IrOp *op, IrVal view)
     return false;
 }
 
+/* Program order: pos[op] when op starts, fin[op] once its regions are done (one counter). */
+static void number_ops(IrFunc *f, IrBlk b, uint32_t *pos, uint32_t *fin, uint32_t *n)
+{
+    for (uint32_t i = 0; i < ir_blk(f, b)->nops; i++) {
+        uint32_t id = ir_blk(f, b)->ops[i];
+        pos[id] = (*n)++;
+        for (uint32_t r = 0; r < ir_op(f, id)->nregion; r++) number_ops(f, ir_op(f, id)->region[r], pos, fin, n);
+        fin[id] = (*n)++;
+    }
+}
+
 /* Whether block a is block b or nested in it. */
 static bool block_in(IrFunc *f, IrBlk a, IrBlk b)
 {
@@ -169,6 +180,97 @@ static bool block_in(IrFunc *f, IrBlk a, IrBlk b)
     }
 }
 
+/* The end of the program-order span in which op u touches a buffer allocated at `alloc`: u
+ * itself, or the whole of the outermost loop around u that does not hold the allocation
+ * (the loop comes back to u). */
+static uint32_t use_end(IrFunc *f, uint32_t u, uint32_t alloc, const uint32_t *fin)
+{
+    uint32_t end = fin[u];
+    for (uint32_t p = ir_blk(f, ir_op(f, u)->parent)->parent_op; p != UINT32_MAX;
+         p = ir_blk(f, ir_op(f, p)->parent)->parent_op) {
+        IrOp *po = ir_op(f, p);
+        bool holds = false;
+        for (uint32_t r = 0; r < po->nregion; r++) holds |= block_in(f, ir_op(f, alloc)->parent, po->region[r]);
+        if (holds) break;
+        if ((po->opc == IR_FOR || po->opc == IR_WHILE) && fin[p] > end) end = fin[p];
+    }
+    return end;
+}
+
+/* A dot `d` that leaves its wgmma in flight, inside a loop: pipeline_expand waits for its
+ * last group right after the loop (a DOT_WAIT on the loop's result, in the loop's block).
+ * Extends b's span to that wait and says so; false where there is no such wait. */
+static bool waited_after(IrFunc *f, uint32_t d, uint32_t alloc, const uint32_t *pos, const uint32_t *fin, CgBuf *b)
+{
+    uint32_t loop = UINT32_MAX;
+    for (uint32_t p = ir_blk(f, ir_op(f, d)->parent)->parent_op; p != UINT32_MAX;
+         p = ir_blk(f, ir_op(f, p)->parent)->parent_op) {
+        IrOp *po = ir_op(f, p);
+        if (po->opc != IR_FOR && po->opc != IR_WHILE) continue;
+        if (block_in(f, ir_op(f, alloc)->parent, po->region[0])) break;
+        loop = p;
+    }
+    if (loop == UINT32_MAX) return false;
+    IrOp *L = ir_op(f, loop);
+    for (uint32_t i = 0; i < f->nops; i++) {
+        IrOp *w = ir_op(f, i);
+        if (w->dead || w->opc != IR_DOT_WAIT || w->parent != L->parent || pos[i] < fin[loop]) continue;
+        for (uint32_t r = 0; r < L->nres; r++)
+            if (ir_opnd(f, w, 0) == ir_res(L, r)) {
+                if (fin[i] > b->live1) b->live1 = fin[i];
+                return true;
+            }
+    }
+    return false;
+}
+
+/* The program-order span [live0, live1] in which buffer `alloc` holds data: from its
+ * SMEM_ALLOC to its last use (ASYNC_LOAD / WAIT / ACQUIRE / RELEASE, SMEM_READ / WRITE, and
+ * the DOTs that read a stage directly, through a TRANS), a use inside a loop counting the
+ * whole loop.  A dot that leaves its wgmma in flight (pending > 0) is waited for past the
+ * loop: to that DOT_WAIT (waited_after), or, where there is none, to the end of the
+ * SMEM_ALLOC's block. */
+static void live_span(IrFunc *f, uint32_t alloc, const uint32_t *pos, const uint32_t *fin, CgBuf *b)
+{
+    IrVal buf = ir_res(ir_op(f, alloc), 0);
+    b->live0 = pos[alloc];
+    b->live1 = fin[alloc];
+    bool pending = false;
+    for (uint32_t i = 0; i < f->nops; i++) {
+        IrOp *op = ir_op(f, i);
+        if (op->dead) continue;
+        bool uses = false;
+        for (uint32_t k = 0; k < op->nopnd; k++) uses |= ir_opnd(f, op, k) == buf;
+        if (!uses) continue;
+        uint32_t e = use_end(f, i, alloc, fin);
+        if (e > b->live1) b->live1 = e;
+        if (op->opc != IR_SMEM_READ) continue;
+        for (uint32_t j = 0; j < f->nops; j++) { /* the dots reading the stage, directly or through a TRANS */
+            IrOp *d = ir_op(f, j);
+            if (d->dead || (d->opc != IR_DOT && d->opc != IR_TRANS)) continue;
+            bool reads = false;
+            for (uint32_t k = 0; k < d->nopnd; k++) reads |= ir_opnd(f, d, k) == ir_res(op, 0);
+            if (!reads) continue;
+            uint32_t jd = j;
+            if (d->opc == IR_TRANS) { /* its dot */
+                jd = UINT32_MAX;
+                for (uint32_t q = 0; q < f->nops && jd == UINT32_MAX; q++) {
+                    IrOp *dq = ir_op(f, q);
+                    if (dq->dead || dq->opc != IR_DOT) continue;
+                    for (uint32_t k = 0; k < dq->nopnd; k++)
+                        if (ir_opnd(f, dq, k) == ir_res(d, 0)) jd = q;
+                }
+                if (jd == UINT32_MAX) continue;
+            }
+            e = use_end(f, jd, alloc, fin);
+            if (e > b->live1) b->live1 = e;
+            if (ir_op(f, jd)->attr.i > 0) pending |= !waited_after(f, jd, alloc, pos, fin, b);
+        }
+    }
+    uint32_t owner = ir_blk(f, ir_op(f, alloc)->parent)->parent_op;
+    if (pending) b->live1 = owner == UINT32_MAX ? UINT32_MAX : fin[owner];
+}
+
 static bool plan_buffer(Cg *cg, IrOp *op, CgBuf *b, uint32_t *off)
 {
     IrType t = ir_vty(cg->f, ir_res(op, 0)), tile = ir_ty_smem_tile(t);
@@ -176,23 +278,28 @@ static bool plan_buffer(Cg *cg, IrOp *op, CgBuf *b, uint32_t *off)
         user_error(cg, op, "shared-memory buffers hold 2-d tiles whose rows are at least 16 bytes", t);
         return false;
     }
+    uint32_t live0 = b->live0, live1 = b->live1;
     memset(b, 0, sizeof *b);
+    b->live0 = live0;
+    b->live1 = live1;
     b->tile = tile;
     b->S = cg_smem_layout(t);
     b->stages = (uint32_t)t.dims[0];
     b->stage_bytes = ((uint32_t)ir_ty_numel(tile) * (uint32_t)dt_bytes((DType)t.dt) + 1023) & ~1023u;
     b->again = in_loop(cg->f, op);
     b->parent = op->parent;
-    /* after every buffer planned so far that can be live with this one: the value
-     * lives in its SMEM_ALLOC's block, so buffers of disjoint blocks (two pipelined
-     * loops one after the other) share their space.  Nothing of the earlier one is
-     * in flight when the later one is first touched: no load is issued past its
-     * loop's end, its dots are waited for after the loop, and every SMEM_ALLOC ends
-     * with a CTA barrier before its buffer is used (its mbarriers are its own). */
+    /* after every buffer planned so far whose live span meets this one's (live_span): two
+     * pipelined loops one after the other, in one block or in two, share their space, and so
+     * does a warp-specialized loop's (whose buffers sit at the top of the kernel) with the
+     * loop after it.  Nothing of the earlier one is in flight once its span ends: no load is
+     * issued past its loop's end (a producer warp's neither: the consumers waited for all of
+     * them), its dots have completed (or the span runs to the end of its block), and every
+     * SMEM_ALLOC ends with a barrier of the threads that use it before its buffer is touched
+     * (its mbarriers are its own: they never share). */
     b->off = 0;
     for (uint32_t k = 0; k < cg->nbufs; k++) {
         const CgBuf *o = &cg->bufs[k];
-        if (!block_in(cg->f, op->parent, o->parent) && !block_in(cg->f, o->parent, op->parent)) continue;
+        if (o->live1 < b->live0 || b->live1 < o->live0) continue;
         uint32_t end = o->off + o->stages * o->stage_bytes;
         if (end > b->off) b->off = end;
     }
@@ -357,10 +464,14 @@ bool cg_async_plan(Cg *cg)
     }
     if (nbufs) {
         cg->bufs = ARENA_ARRAY(cg->scratch, CgBuf, nbufs);
+        uint32_t *pos = ARENA_ARRAY(cg->scratch, uint32_t, f->nops), *fin = ARENA_ARRAY(cg->scratch, uint32_t, f->nops);
+        uint32_t n = 0;
+        number_ops(f, f->body, pos, fin, &n);
         uint32_t off = 0;
         for (uint32_t i = 0; i < f->nops; i++) {
             IrOp *op = &f->ops[i];
             if (op->dead || op->opc != IR_SMEM_ALLOC) continue;
+            live_span(f, i, pos, fin, &cg->bufs[cg->nbufs]);
             if (!plan_buffer(cg, op, &cg->bufs[cg->nbufs], &off)) return false;
             cg->async_idx[i] = cg->nbufs++;
         }

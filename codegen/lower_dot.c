@@ -294,6 +294,7 @@ static void asm_tied(Cg *cg, const char *text, LLVMValueRef *in, const char *in_
     LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), cons.s, cons.len, 1, 0,
                                          LLVMInlineAsmDialectATT, 0);
     LLVMValueRef r = LLVMBuildCall2(cg->b, fty, asmv, args, nin + n, "");
+    cg_convergent(cg, r); /* wgmma.mma_async.sync.aligned: one instruction for the whole warp */
     for (unsigned i = 0; i < n; i++) acc[i] = LLVMBuildExtractValue(cg->b, r, i, "");
     sb_free(&cons);
 }

@@ -134,6 +134,8 @@ void cg_barrier(Cg *cg);
 LLVMValueRef cg_smem(Cg *cg, uint32_t bytes);
 /* Inline PTX without operands or results that touches memory (a fence). */
 void cg_asm_void(Cg *cg, const char *text);
+/* The inline-asm call is convergent (cg_inline_asm and cg_asm_void mark theirs; lower.c). */
+void cg_convergent(Cg *cg, LLVMValueRef call);
 /* Branches so that only thread 0 (cg->elect_tid: in the producer branch of a
  * warp-specialized kernel, the producer warp's lane 0) runs what is built next;
  * returns the block where all threads meet again (the caller branches there and
@@ -210,6 +212,8 @@ typedef struct CgBuf {
     bool ws;                     /* a producer acquires its stages and consumers release them: one
                                   * "empty" mbarrier per stage too, at bar_off + 8 (stages + s) */
     IrBlk parent;                /* the SMEM_ALLOC's block: the buffer is live there only */
+    uint32_t live0, live1;       /* the program-order span in which it holds data (lower_async.c
+                                  * live_span): buffers whose spans are disjoint share space */
 } CgBuf;
 /* The layout of one stage of buffer type `smem` (rank-2 tiles whose rows hold at
  * least 16 bytes): layout_shared_swizzled along the last dim, the widest swizzle

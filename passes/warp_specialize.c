@@ -42,6 +42,15 @@
  * there, so no value crosses from one role to the other but through shared
  * memory.
  *
+ * The rest of the kernel is the consumers' alone: a dot operand staged into shared memory
+ * before the loop (attention's q) is written by them after the branch, and another pipelined
+ * loop (attention's masked phase) stays the pipelined loop, its thread 0 issuing its loads and
+ * its barriers counting the consumers; its buffers share the specialized loop's space once
+ * that loop is done (codegen/lower_async.c, live_span).  Every barrier and wgmma is a
+ * convergent call in the LLVM IR (codegen/lower.c, cg_convergent): without that LLVM once
+ * moved a consumer bar.sync into thread 0's barrier-initialisation branch, and such a kernel
+ * hung (session 8).
+ *
  * Algorithm, for the first loop marked warp_specialize (the FOR flag from the
  * source hint `pipeline(S) warp_specialize`) that pipeline_expand expanded:
  *   1. Check the shape: the pipelined loop sits in the then-branch of an IF
@@ -452,40 +461,6 @@ typedef struct Find {
     uint32_t n, cap;
 } Find;
 
-/* Shapes the pass builds but the GPU refutes.  Attention's first loop passes check_shape,
- * but the specialized kernel hung on the H200 (session 8, bench/results/2026-12-03-h200-
- * session8.md), with the toolkit's ptxas keeping setmaxnreg and with nvJitLink dropping it
- * alike, and also where that loop runs no iteration.  What it has that the working _ws GEMMs
- * do not: a dot operand staged into shared memory before the loop (q), and a second pipelined
- * loop after it (the masked phase) that the consumers run alone.  Until the hang is
- * understood and a GPU test covers the shape, such loops stay as pipeline_expand left them. */
-static void count_pipelined(IrFunc *f, uint32_t loop, void *vcx)
-{
-    uint32_t *n = vcx;
-    IrBlk body = f->ops[loop].region[0];
-    for (uint32_t i = 0; i < f->blocks[body].nops; i++)
-        if (f->ops[f->blocks[body].ops[i]].opc == IR_ASYNC_WAIT) {
-            (*n)++;
-            return;
-        }
-}
-
-static const char *check_measured(IrFunc *f, uint32_t loop, const Shape *sh)
-{
-    (void)loop;
-    uint32_t n = 0;
-    pipe_for_each_loop(f, count_pipelined, &n);
-    if (n > 1)
-        return "the kernel has another pipelined loop, which the consumers would run alone (such a kernel "
-               "hung on the GPU: not yet supported)";
-    IrBlk then = f->ops[sh->ifop].region[0];
-    for (uint32_t i = 0; i < f->blocks[then].nops; i++)
-        if (f->ops[f->blocks[then].ops[i]].opc == IR_SMEM_WRITE)
-            return "a dot operand is staged into shared memory before the loop (such a kernel hung on the GPU: "
-                   "not yet supported)";
-    return NULL;
-}
-
 static void collect(IrFunc *f, uint32_t loop, void *vcx)
 {
     Find *fd = vcx;
@@ -519,7 +494,6 @@ void pass_warp_specialize(IrFunc *f, PassCtx *cx)
         Ws w = {f, tl_xcalloc(f->nvals, sizeof(IrVal)), f->nvals, {0, 0}, NULL};
         Shape sh;
         const char *why = check_shape(&w, loop, &sh);
-        if (!why) why = check_measured(f, loop, &sh);
         if (why) {
             diag_remark(cx->diag, DIAG_REMARK_warp_specialize, at, "loop not warp-specialized: %s", why);
             free(w.map);

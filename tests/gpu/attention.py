@@ -183,6 +183,22 @@ def main():
         print("  %-70s %s" % ("refused: " + what, "ok" if ok else "FAIL (status %d: %s)" % (s, msg)))
         if not ok:
             failures.append(what)
+    # flash_attn_fwd's first key loop is warp-specialized: its K and V loads are TMA's alone, so a K
+    # that TMA cannot describe (rows 258 bytes apart, not a multiple of 16) is refused at launch
+    # with an error naming the argument, nothing written (lang/PIPELINING.md, "No fallback")
+    q = rand([1, 4, 100, 128], torch.bfloat16)
+    k = rand([1, 4, 100, 129], torch.bfloat16)[..., :128]
+    v = rand([1, 4, 100, 128], torch.bfloat16)
+    o = torch.full_like(q, float("nan"))
+    args = [tensor_arg(q), tensor_arg(k), tensor_arg(v), tensor_arg(o), float_arg(0.1), int_arg(0)]
+    arr = (Arg * len(args))(*args)
+    s = b.rt.lib.tilert_launch(kk, None, arr, len(args))
+    torch.cuda.synchronize()
+    msg = b.rt.lib.tilert_last_error().decode()
+    ok = s != 0 and "'K'" in msg and "TMA" in msg and torch.isnan(o).all().item()
+    print("  %-70s %s" % ("refused: K with 258-byte rows (no TMA)", "ok" if ok else "FAIL (status %d: %s)" % (s, msg)))
+    if not ok:
+        failures.append("K without TMA")
     print("attention.py: %s" % ("all passed" if not failures else "%d FAILED" % len(failures)))
     return 1 if failures else 0
 
