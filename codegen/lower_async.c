@@ -824,8 +824,11 @@ void cg_lower_TMA_READY(Cg *cg, uint32_t opid, IrOp *op)
     IrFunc *f = cg->f;
     IrVal view = ir_opnd(f, op, 0);
     LLVMValueRef ready = LLVMConstInt(cg->i1, 1, 0);
+    /* a required descriptor (some load of the view is not guarded: a warp-specialized loop's)
+     * is always a map: the runtime and the launcher refuse a launch that lacks one, so the
+     * test is true and LLVM drops the fallback it guards (attention's masked phase) */
     for (uint32_t j = 0; j < cg->ntma; j++)
-        if (f->vals[view].is_arg && cg->tma[j].param == f->vals[view].idx)
+        if (f->vals[view].is_arg && cg->tma[j].param == f->vals[view].idx && cg->tma[j].optional)
             ready = LLVMBuildAnd(cg->b, ready, desc_valid(cg, j), "");
     cg_define(cg, ir_res(op, 0), &ready, 1);
 }
