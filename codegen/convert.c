@@ -467,7 +467,21 @@ LLVMValueRef cg_cast(Cg *cg, LLVMValueRef x, DType from, bool from_ptr, DType to
      * bitcast<i32>(b as f32) == 1 for true (selp.u32 1, 0; cvt.rn.f32.u32; mov.b32
      * as ptxas got it; defect 7, seed 800775) */
     if (from == DT_I1 && tf) return LLVMBuildSelect(b, x, LLVMConstReal(tt, 1.0), LLVMConstReal(tt, 0.0), "");
-    if (!ff && tf) return dt_is_signed(from) ? LLVMBuildSIToFP(b, x, tt, "") : LLVMBuildUIToFP(b, x, tt, "");
+    if (!ff && tf) {
+        if (dt_is_signed(from)) return LLVMBuildSIToFP(b, x, tt, "");
+        /* LLVM 19's SLP vectorizer narrows uitofp(sext i8 x to i32) to uitofp <N x i8> x
+         * (its minimum-bitwidth analysis treats the sign-extension as zero-extension), so
+         * (x as u32) as f16 of a negative i8 gave 197 for -59 instead of inf on the H200
+         * (tests/gen seed 30794; tests/golden/uitofp_sext_ptx.tile).  An asm copy of the
+         * operand hides where its bits came from; ptxas removes the mov. */
+        if (dt_bits[from] >= 16) {
+            unsigned w = dt_bits[from];
+            const char *text = w == 16 ? "mov.b16 $0, $1;" : w == 32 ? "mov.b32 $0, $1;" : "mov.b64 $0, $1;";
+            const char *cons = w == 16 ? "=h,h" : w == 32 ? "=r,r" : "=l,l";
+            x = cg_inline_asm(cg, LLVMTypeOf(x), text, cons, &x, 1, false);
+        }
+        return LLVMBuildUIToFP(b, x, tt, "");
+    }
     if (ff && !tf) {
         if (to == DT_I1) /* NaN -> 0 first, then x != 0 */
             return LLVMBuildFCmp(b, LLVMRealONE, x, LLVMConstReal(LLVMTypeOf(x), 0.0), "");
