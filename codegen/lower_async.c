@@ -271,17 +271,16 @@ static void live_span(IrFunc *f, uint32_t alloc, const uint32_t *pos, const uint
     if (pending) b->live1 = owner == UINT32_MAX ? UINT32_MAX : fin[owner];
 }
 
-static bool plan_buffer(Cg *cg, IrOp *op, CgBuf *b, uint32_t *off)
+static bool plan_buffer(Cg *cg, uint32_t id, const uint32_t *pos, const uint32_t *fin, CgBuf *b, uint32_t *off)
 {
+    IrOp *op = ir_op(cg->f, id);
     IrType t = ir_vty(cg->f, ir_res(op, 0)), tile = ir_ty_smem_tile(t);
     if (tile.rank != 2 || layout_swizzle_for(tile, 1) < 0) {
         user_error(cg, op, "shared-memory buffers hold 2-d tiles whose rows are at least 16 bytes", t);
         return false;
     }
-    uint32_t live0 = b->live0, live1 = b->live1;
     memset(b, 0, sizeof *b);
-    b->live0 = live0;
-    b->live1 = live1;
+    live_span(cg->f, id, pos, fin, b);
     b->tile = tile;
     b->S = cg_smem_layout(t);
     b->stages = (uint32_t)t.dims[0];
@@ -471,8 +470,7 @@ bool cg_async_plan(Cg *cg)
         for (uint32_t i = 0; i < f->nops; i++) {
             IrOp *op = &f->ops[i];
             if (op->dead || op->opc != IR_SMEM_ALLOC) continue;
-            live_span(f, i, pos, fin, &cg->bufs[cg->nbufs]);
-            if (!plan_buffer(cg, op, &cg->bufs[cg->nbufs], &off)) return false;
+            if (!plan_buffer(cg, i, pos, fin, &cg->bufs[cg->nbufs], &off)) return false;
             cg->async_idx[i] = cg->nbufs++;
         }
         for (uint32_t i = 0; i < f->nops; i++) { /* stages a producer acquires: their "empty" barriers too */
