@@ -916,7 +916,9 @@ static uint32_t lower_block(Cg *cg, IrBlk blk)
         if (ir_opinfo[op->opc].flags & IR_TERM) return id;
         set_loc(cg, op->loc);
         cg->loc = op->loc;
+        if (op->nregion) cg->wg_epoch = cg->wg_seq; /* groups its regions may or may not commit */
         hooks[op->opc](cg, id, op);
+        if (op->nregion) cg->wg_epoch = cg->wg_seq;
         if (cg->failed) return UINT32_MAX;
     }
     tl_fatal("codegen", "block %u of %s has no terminator", blk, cg->f->name);
@@ -1263,9 +1265,9 @@ void cg_ws_registers(int warps, int *producer, int *consumer)
     int threads = 32 * (warps + 4);
     int r0 = (65536 / threads) & ~7;
     if (r0 > 248) r0 = 248;
-    int inc = ((threads * r0 - 128 * 40) / (32 * warps)) & ~7;
+    int inc = ((threads * r0 - 128 * 24) / (32 * warps)) & ~7;
     if (inc > 248) inc = 248;
-    *producer = inc > r0 ? 40 : 0;
+    *producer = inc > r0 ? 24 : 0;
     *consumer = inc > r0 ? inc : 0;
 }
 

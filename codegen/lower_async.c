@@ -224,6 +224,17 @@ static bool waited_after(IrFunc *f, uint32_t d, uint32_t alloc, const uint32_t *
     return false;
 }
 
+/* The DOT_WAIT that completes dot d (pending = IR_DOT_ASYNC) in d's block; UINT32_MAX: none. */
+static uint32_t async_wait_of(IrFunc *f, uint32_t d)
+{
+    const IrBlock *B = ir_blk(f, ir_op(f, d)->parent);
+    for (uint32_t i = 0; i < B->nops; i++) {
+        IrOp *w = ir_op(f, B->ops[i]);
+        if (w->opc == IR_DOT_WAIT && ir_opnd(f, w, 0) == ir_res(ir_op(f, d), 0)) return B->ops[i];
+    }
+    return UINT32_MAX;
+}
+
 /* The program-order span [live0, live1] in which buffer `alloc` holds data: from its
  * SMEM_ALLOC to its last use (ASYNC_LOAD / WAIT / ACQUIRE / RELEASE, SMEM_READ / WRITE, and
  * the DOTs that read a stage directly, through a TRANS), a use inside a loop counting the
@@ -264,6 +275,14 @@ static void live_span(IrFunc *f, uint32_t alloc, const uint32_t *pos, const uint
             }
             e = use_end(f, jd, alloc, fin);
             if (e > b->live1) b->live1 = e;
+            if (ir_op(f, jd)->attr.i == IR_DOT_ASYNC) { /* read until its DOT_WAIT, in its block */
+                uint32_t w = async_wait_of(f, jd);
+                if (w != UINT32_MAX) {
+                    e = use_end(f, w, alloc, fin);
+                    if (e > b->live1) b->live1 = e;
+                    continue;
+                }
+            }
             if (ir_op(f, jd)->attr.i > 0) pending |= !waited_after(f, jd, alloc, pos, fin, b);
         }
     }
@@ -760,11 +779,23 @@ void cg_lower_DOT_WAIT(Cg *cg, uint32_t opid, IrOp *op)
         cg_define(cg, res, out, n);
         return;
     }
-    /* wait on the registers as they are, then see them in the result's layout */
+    /* a dot that dot_async left for this wait but that completed where it was issued (its
+     * operand was copied, or it is no wgmma): nothing to wait for */
     CgVal *cv = cg_val(cg, x), saved = *cv;
+    uint32_t d = ir_def(f, x);
+    if (d != UINT32_MAX && ir_op(f, d)->opc == IR_DOT && ir_op(f, d)->attr.i == IR_DOT_ASYNC && !cv->wg) {
+        cg_value_as(cg, x, L, out);
+        cg_define(cg, res, out, n);
+        return;
+    }
+    /* wait on the registers as they are, then see them in the result's layout: for the
+     * groups committed after x's, when x's was committed in this straight-line stretch
+     * (no op with regions since: cg->wg_epoch), else for every group */
+    int newer = cv->wg > cg->wg_epoch ? (int)(cg->wg_seq - cv->wg) : 0;
+    if (newer > 7) newer = 7;
     LLVMValueRef *done = ARENA_ARRAY(cg->scratch, LLVMValueRef, cv->nregs);
     memcpy(done, cv->regs, cv->nregs * sizeof *done);
-    cg_wgmma_wait(cg, 0, done, cv->nregs);
+    cg_wgmma_wait(cg, newer, done, cv->nregs);
     cv->regs = done;
     cg_value_as(cg, x, L, out);
     *cv = saved;

@@ -299,6 +299,40 @@ static void asm_tied(Cg *cg, const char *text, LLVMValueRef *in, const char *in_
     sb_free(&cons);
 }
 
+/* wgmma.fence with the accumulator registers acc[0..n) (f32) and the A registers a[0..na)
+ * (.b32) as tied operands: every value they hold is made before it. */
+static void fence_regs(Cg *cg, LLVMValueRef *acc, unsigned n, LLVMValueRef *a, unsigned na)
+{
+    unsigned t = n + na;
+    if (!t) {
+        cg_asm_void(cg, "wgmma.fence.sync.aligned;");
+        return;
+    }
+    StrBuf cons = {0};
+    for (unsigned i = 0; i < t; i++) sb_puts(&cons, i ? (i < n ? ",=f" : ",=r") : (n ? "=f" : "=r"));
+    for (unsigned i = 0; i < t; i++) sb_printf(&cons, ",%u", i);
+    sb_puts(&cons, ",~{memory}");
+    LLVMTypeRef *ty = ARENA_ARRAY(cg->scratch, LLVMTypeRef, t);
+    LLVMValueRef *args = ARENA_ARRAY(cg->scratch, LLVMValueRef, t);
+    for (unsigned i = 0; i < t; i++) {
+        args[i] = i < n ? acc[i] : a[i - n];
+        ty[i] = i < n ? cg->f32 : cg->i32;
+    }
+    LLVMTypeRef rt = LLVMStructTypeInContext(cg->ctx, ty, t, 0);
+    LLVMTypeRef fty = LLVMFunctionType(rt, ty, t, 0);
+    const char *text = "wgmma.fence.sync.aligned;";
+    LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), cons.s, cons.len, 1, 0,
+                                         LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef r = LLVMBuildCall2(cg->b, fty, asmv, args, t, "");
+    cg_convergent(cg, r);
+    for (unsigned i = 0; i < t; i++) {
+        LLVMValueRef v = LLVMBuildExtractValue(cg->b, r, i, "");
+        if (i < n) acc[i] = v;
+        else a[i - n] = v;
+    }
+    sb_free(&cons);
+}
+
 void cg_wgmma_wait(Cg *cg, int pending, LLVMValueRef *acc, unsigned n)
 {
     char text[64];
@@ -318,8 +352,9 @@ static LLVMValueRef xor_bits(Cg *cg, LLVMValueRef x, const uint32_t *tab, int nb
     return r;
 }
 
-/* src[k]: where operand k is read in place (p->a.in_buf / p->b.in_buf). */
-static void wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, const CgBufRef *src, LLVMValueRef *out)
+/* src[k]: where operand k is read in place (p->a.in_buf / p->b.in_buf).  Returns whether the
+ * dot's group is left in flight (pending = IR_DOT_ASYNC, no copy): group cg->wg_seq. */
+static bool wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, const CgBufRef *src, LLVMValueRef *out)
 {
     IrFunc *f = cg->f;
     IrVal a = ir_opnd(f, op, 0), b = ir_opnd(f, op, 1), acc = ir_opnd(f, op, 2), res = ir_res(op, 0);
@@ -403,9 +438,22 @@ static void wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, const CgBufRef *s
         ra = ARENA_ARRAY(cg->scratch, LLVMValueRef, layout_nregs(La));
         for (uint32_t r = 0; r < layout_nregs(La); r++) ra[r] = cg_reg(cg, a, r);
     }
+    /* A from registers: packed to .b32 pairs for every k step before the fence, and passed
+     * through it (fence_regs), so that no register a wgmma reads is written after the fence
+     * (ptxas would inject a warpgroup.arrive before each such wgmma: C7519) */
+    LLVMValueRef *pk = NULL;
+    if (p->a_regs) {
+        pk = ARENA_ARRAY(cg->scratch, LLVMValueRef, (size_t)nbm * (size_t)nks * 4);
+        for (int jm = 0; jm < nbm; jm++)
+            for (int ks = 0; ks < nks; ks++) {
+                uint32_t r0 = 8u * (uint32_t)(ks + nks * jm);
+                for (unsigned j = 0; j < 4; j++)
+                    pk[4 * (ks + nks * jm) + (int)j] = pack2(cg, ra[r0 + 2 * j], ra[r0 + 2 * j + 1]);
+            }
+    }
     /* the fence takes the accumulators too, so that every write to them
      * (phi copies included) is ordered before it, none between it and wgmma */
-    asm_tied(cg, "wgmma.fence.sync.aligned;", NULL, "", 0, out, nacc);
+    fence_regs(cg, out, nacc, pk, pk ? (unsigned)(nbm * nks * 4) : 0);
     for (int jm = 0; jm < nbm; jm++)
         for (int jn = 0; jn < nbn; jn++)
             for (int ks = 0; ks < nks; ks++) {
@@ -417,8 +465,7 @@ static void wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, const CgBufRef *s
                 LLVMValueRef sb = LLVMBuildAdd(cg->b, obase[1], xb, "");
                 if (p->a_regs) {
                     LLVMValueRef in[6];
-                    uint32_t r0 = 8u * (uint32_t)(ks + nks * jm);
-                    for (unsigned j = 0; j < 4; j++) in[j] = pack2(cg, ra[r0 + 2 * j], ra[r0 + 2 * j + 1]);
+                    for (unsigned j = 0; j < 4; j++) in[j] = pk[4 * (ks + nks * jm) + (int)j];
                     LLVMValueRef fb = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, sb, LLVMConstInt(cg->i32, 4, 0), ""), mask14, "");
                     in[4] = LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, fb, cg->i64, ""), LLVMConstInt(cg->i64, hib, 0), "desc.b");
                     in[5] = LLVMConstInt(cg->i32, 1, 0);
@@ -437,11 +484,17 @@ static void wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, const CgBufRef *s
             }
     sb_free(&text);
     cg_asm_void(cg, "wgmma.commit_group.sync.aligned;");
-    /* groups may stay in flight only when nothing they read can change under them:
-     * no copy (the area is reused after the barrier) and no A from registers */
-    int pending = !copy && !p->a_regs ? (int)op->attr.i : 0;
+    cg->wg_seq++;
+    /* groups may stay in flight only when nothing they read can change under them: no
+     * copy (the area is reused after the barrier).  Across iterations (pending 1..7) not
+     * with A from registers either; within the block (IR_DOT_ASYNC, completed by the
+     * DOT_WAIT that dot_async placed before the block's end) A's registers stay as they
+     * are until then, as the accumulator's do */
+    if (op->attr.i == IR_DOT_ASYNC && !copy) return true;
+    int pending = !copy && !p->a_regs && op->attr.i < IR_DOT_ASYNC ? (int)op->attr.i : 0;
     cg_wgmma_wait(cg, pending, out, nacc);
     if (copy) cg_barrier(cg);
+    return false;
 }
 
 /* The dot remark: operand and result types, then the instruction. */
@@ -472,6 +525,7 @@ void cg_lower_DOT(Cg *cg, uint32_t opid, IrOp *op)
     const Layout *LC = cg_layout(cg, res);
     uint32_t n = layout_nregs(LC);
     LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    int64_t inflight = 0;
     /* the plan the layout pass followed (for the arch the module names) */
     DotPlan plan;
     layout_dot_plan(at, ir_vty(f, b), ct, cg->warps, f->mod ? f->mod->target : NULL, &plan);
@@ -498,7 +552,7 @@ void cg_lower_DOT(Cg *cg, uint32_t opid, IrOp *op)
         remark_dot(cg, op, "wgmma m64n%dk%d, %d x %d warpgroups, A from %s, B from shared memory%s",
                    wp.w.instr_n, wp.w.instr_k, wp.w.wgm, wp.w.wgn, wp.a_regs ? "registers" : "shared memory",
                    in_place ? " (a pipeline stage read in place)" : "");
-        wgmma_path(cg, op, &wp, src, out);
+        if (wgmma_path(cg, op, &wp, src, out)) inflight = cg->wg_seq;
     } else if (plan.instr == LL_DOT_MMA) {
         remark_dot(cg, op, "mma.sync m16n8k16, %d x %d warps", plan.wm, plan.wn);
         mma_path(cg, op, plan.wm, plan.wn, out);
@@ -510,4 +564,5 @@ void cg_lower_DOT(Cg *cg, uint32_t opid, IrOp *op)
         fma_path(cg, op, out);
     }
     cg_define(cg, res, out, n);
+    cg_val(cg, res)->wg = inflight;
 }

@@ -27,6 +27,8 @@ typedef struct CgVal {
     const Layout *L;             /* NULL for scalars and views */
     LLVMValueRef ptr;            /* views: base pointer */
     LLVMValueRef shape[IR_MAXRANK], stride[IR_MAXRANK];
+    int64_t wg;                  /* a DOT's result left in flight (pending = IR_DOT_ASYNC): the
+                                  * sequence number of its wgmma group (Cg.wg_seq); 0: complete */
 } CgVal;
 
 typedef struct Cg {
@@ -76,6 +78,10 @@ typedef struct Cg {
     int nloops, loopcap;
     int emit_depth;              /* the loops whose body the builder is in (nloops, or fewer
                                   * while it writes a preheader) */
+    /* wgmma groups (lower_dot.c, cg_lower_DOT_WAIT): committed so far in program order, and
+     * the count when the last op with regions was entered or left.  A DOT_WAIT on a group
+     * committed after that in its own block waits for wg_seq - its number newer groups */
+    int64_t wg_seq, wg_epoch;
     /* common types */
     LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, f64, vd, gptr, sptr;
 } Cg;
@@ -118,9 +124,9 @@ LLVMValueRef cg_coord(Cg *cg, const Layout *L, LLVMValueRef thread_off, uint32_t
 /* The setmaxnreg split of a warp-specialized kernel with `warps` consumer warps and
  * a producer warpgroup.  One CTA of 32 (warps + 4) threads may have R0 = 65536 /
  * threads registers a thread (rounded down to setmaxnreg's multiple of 8, at most
- * 248: ptxas's 255); the producer warpgroup keeps 40 and the consumers take what
- * that frees, within the CTA's pool: 128 * 40 + 32 warps * consumer <= threads * R0
- * (40 / 232 at 8 consumer warps).  Where that is no more than R0 (4 consumer warps:
+ * 248: ptxas's 255); the producer warpgroup keeps 24 (it issues TMA loads from a few
+ * scalars) and the consumers take what that frees, within the CTA's pool: 128 * 24 + 32
+ * warps * consumer <= threads * R0 (24 / 240 at 8 consumer warps, FlashAttention-3's split).  Where that is no more than R0 (4 consumer warps:
  * 248 already), both are 0: the registers stay as they are. */
 void cg_ws_registers(int warps, int *producer, int *consumer);
 /* Every thread of the CTA waits for the others (bar.sync 0); in a warp-specialized

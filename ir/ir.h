@@ -110,6 +110,10 @@ typedef enum IrForFlag {
     IR_FOR_WARP_SPECIALIZE = 2,   /* warp_specialize: a producer warpgroup feeds the pipelined loop */
 } IrForFlag;
 
+/* DOT's attr.i (pending) that leaves the dot's whole wgmma group in flight: a DOT_WAIT later in
+ * the dot's block completes it (passes/dot_async.c).  The largest pending the verifier allows. */
+#define IR_DOT_ASYNC 8
+
 typedef uint32_t IrVal;
 typedef uint32_t IrBlk;
 #define IR_NONE 0u

@@ -10,8 +10,8 @@
  * stage to be "empty"; the W consumer warps (the same warps, with the same
  * layouts, as before) wait on "full" (the TMA transaction barriers, as now),
  * compute, and arrive on "empty" instead of a CTA-wide bar.sync.  The producer
- * needs few registers, so it gives them back (setmaxnreg.dec to 40) and the
- * consumers take them (setmaxnreg.inc; 232 with two consumer warpgroups at 384
+ * needs few registers, so it gives them back (setmaxnreg.dec to 24) and the
+ * consumers take them (setmaxnreg.inc; 240 with two consumer warpgroups at 384
  * threads: cg_ws_registers, codegen/lower.c).  What the program computes is unchanged:
  * the same dots in the same order on the same tiles, only who issues the copies
  * and how stages are handed back differ, so results are bit-identical to the
@@ -29,7 +29,7 @@
  * Registers: nvJitLink compiles its PTX for linking, and ptxas then ignores
  * setmaxnreg (C7504), so a module that holds setmaxnreg is compiled by the
  * toolkit's ptxas as a whole program instead (codegen/ptxas.c), which honours
- * it: 232 registers in the consumers, 40 in the producer.  Where no ptxas is
+ * it: 240 registers in the consumers, 24 in the producer.  Where no ptxas is
  * found, nvJitLink's cubin runs every warp at the entry count (168 at 384
  * threads); the GEMM consumers fit that too (0 spills for the stdlib _ws kernels).
  *
