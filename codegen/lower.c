@@ -146,11 +146,63 @@ void cg_barrier(Cg *cg)
     TL_ASSERT(!cg->elect_tid, "codegen"); /* the producer branch holds no op that syncs the CTA */
     if (cg->ws_split) {
         char text[64];
+        /* a consumer barrier while this warpgroup holds the ping-pong turn would wait for the
+         * other warpgroup, which waits for the turn: pass the turn on first */
+        if (cg->pp_open) cg_pingpong_barrier(cg, false, 1);
         snprintf(text, sizeof text, "bar.sync 1, %d;", 32 * cg->warps);
         cg_asm_void(cg, text);
         return;
     }
     cg_call_intrinsic(cg, "llvm.nvvm.barrier0", cg->vd, NULL, 0);
+}
+
+/* Ping-pong (FlashAttention-3's inter-warpgroup schedule): in the specialized loop of a
+ * kernel with two consumer warpgroups, warpgroup w waits on named barrier 2 + w before it
+ * issues the dots of an iteration and, once they are issued, arrives on 2 + (w ^ 1), the
+ * other's; warpgroup 1 arrives on barrier 2 once before the loop.  So the two issue their
+ * dots in turn, and one's softmax runs while the other's products hold the tensor cores,
+ * rather than both competing for the tensor cores and then both leaving them idle.  Both
+ * warpgroups run the same iterations (the loop's bounds are the CTA's), so every bar.sync
+ * meets its arrivals; warpgroup 1's first arrival outlives the loop unmatched, on a barrier
+ * nothing else uses.  TILEC_WS_PINGPONG=0 in the environment turns it off (measurements).
+ * Only the dots of the body's first run count: the first dot and those issued after it with
+ * no wait between (the rotated attention loop's S = Q K^T and P V; dot_async leaves them in
+ * flight together).  A consumer barrier met while a warpgroup holds the turn (a dot whose
+ * operand is copied to shared memory, a layout conversion) passes the turn on before it
+ * (cg_barrier): waiting there for the other warpgroup, which waits for the turn, would hang. */
+bool cg_pingpong_plan(Cg *cg, uint32_t loop)
+{
+    IrFunc *f = cg->f;
+    if (!cg->ws_split || cg->warps != 8) return false;
+    const char *env = getenv("TILEC_WS_PINGPONG");
+    if (env && env[0] == '0') return false;
+    IrBlock *B = ir_blk(f, ir_op(f, loop)->region[0]);
+    bool releases = false, closed = false;
+    uint32_t first = UINT32_MAX, last = UINT32_MAX;
+    for (uint32_t i = 0; i < B->nops; i++) {
+        IrOp *o = ir_op(f, B->ops[i]);
+        releases |= o->opc == IR_ASYNC_RELEASE;
+        if (closed) continue;
+        if (o->opc == IR_DOT) {
+            if (first == UINT32_MAX) first = B->ops[i];
+            last = B->ops[i];
+        } else if (first != UINT32_MAX && (o->opc == IR_DOT_WAIT || o->nregion || !(ir_opinfo[o->opc].flags & IR_PURE))) {
+            closed = true; /* the first run ends at a wait or at anything but a pure op */
+        }
+    }
+    if (!releases || first == UINT32_MAX) return false;
+    cg->pp_first = first;
+    cg->pp_last = last;
+    return true;
+}
+
+void cg_pingpong_barrier(Cg *cg, bool sync, unsigned other)
+{
+    cg->pp_open = sync;
+    LLVMValueRef wg = LLVMBuildLShr(cg->b, cg->warp, LLVMConstInt(cg->i32, 2, 0), "");
+    LLVMValueRef id = LLVMBuildAdd(cg->b, LLVMBuildXor(cg->b, wg, LLVMConstInt(cg->i32, other, 0), ""),
+                                   LLVMConstInt(cg->i32, 2, 0), "pp.bar");
+    cg_inline_asm(cg, cg->vd, sync ? "bar.sync $0, 256;" : "bar.arrive $0, 256;", "r,~{memory}", &id, 1, true);
 }
 
 LLVMValueRef cg_smem(Cg *cg, uint32_t bytes)
@@ -1013,6 +1065,12 @@ void cg_lower_FOR(Cg *cg, uint32_t opid, IrOp *op)
     LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "for.exit");
     LLVMValueRef **init_regs = ARENA_ARRAY(cg->scratch, LLVMValueRef *, nc ? nc : 1);
     for (uint32_t i = 0; i < nc; i++) init_regs[i] = regs_as(cg, inits[i], args[i]);
+    if (cg->pp_first == UINT32_MAX && cg_pingpong_plan(cg, opid)) {
+        /* warpgroup 1 hands warpgroup 0 the first turn (bar.arrive 2) */
+        LLVMValueRef wg = LLVMBuildLShr(cg->b, cg->warp, LLVMConstInt(cg->i32, 2, 0), "");
+        cg_inline_asm(cg, cg->vd, "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 1;\n@p bar.arrive 2, 256;\n}",
+                      "r,~{memory}", &wg, 1, true);
+    }
     pre = loop_enter(cg, opid, head);
 
     LLVMPositionBuilderAtEnd(cg->b, head);
@@ -1299,6 +1357,7 @@ bool cg_lower_func(IrFunc *f, const CgTarget *t, void *llvm_ctx, void *llvm_mod,
     cg->ctx = llvm_ctx;
     cg->mod = llvm_mod;
     cg->warps = f->warps ? f->warps : 4;
+    cg->pp_first = cg->pp_last = UINT32_MAX;
     init_types(cg);
     cg->vals = ARENA_ARRAY(scratch, CgVal, f->nvals);
     /* division inline only where a call would serialize wgmma (C7509): in a

@@ -269,31 +269,35 @@ static const char *wgmma_type(DType dt)
 
 /* Inline PTX returning n f32 registers tied to inputs acc[0..n) after the
  * `nin` other inputs; constraint letters of those in `in_cons`. */
-static void asm_tied(Cg *cg, const char *text, LLVMValueRef *in, const char *in_cons, unsigned nin, LLVMValueRef *acc,
-                     unsigned n)
+/* An asm whose outputs are the f32 registers acc[0..n), each tied to its input (read and
+ * written: wgmma accumulating, the fence and the wait), or, with tie false, written only (a
+ * wgmma whose scale-d is 0: D = A B, the old D unread). */
+static void asm_acc(Cg *cg, const char *text, LLVMValueRef *in, const char *in_cons, unsigned nin, LLVMValueRef *acc,
+                    unsigned n, bool tie)
 {
     StrBuf cons = {0};
+    unsigned nt = tie ? n : 0;
     for (unsigned i = 0; i < n; i++) sb_puts(&cons, i ? ",=f" : "=f");
     for (unsigned i = 0; i < nin; i++) sb_printf(&cons, ",%c", in_cons[i]);
-    for (unsigned i = 0; i < n; i++) sb_printf(&cons, ",%u", i);
+    for (unsigned i = 0; i < nt; i++) sb_printf(&cons, ",%u", i);
     sb_puts(&cons, ",~{memory}");
     LLVMTypeRef *ft = ARENA_ARRAY(cg->scratch, LLVMTypeRef, n ? n : 1);
-    LLVMTypeRef *at = ARENA_ARRAY(cg->scratch, LLVMTypeRef, nin + n);
-    LLVMValueRef *args = ARENA_ARRAY(cg->scratch, LLVMValueRef, nin + n);
+    LLVMTypeRef *at = ARENA_ARRAY(cg->scratch, LLVMTypeRef, nin + nt + 1);
+    LLVMValueRef *args = ARENA_ARRAY(cg->scratch, LLVMValueRef, nin + nt + 1);
     for (unsigned i = 0; i < nin; i++) {
         args[i] = in[i];
         at[i] = LLVMTypeOf(in[i]);
     }
-    for (unsigned i = 0; i < n; i++) {
-        ft[i] = cg->f32;
+    for (unsigned i = 0; i < n; i++) ft[i] = cg->f32;
+    for (unsigned i = 0; i < nt; i++) {
         args[nin + i] = acc[i];
         at[nin + i] = cg->f32;
     }
     LLVMTypeRef rt = LLVMStructTypeInContext(cg->ctx, ft, n, 0);
-    LLVMTypeRef fty = LLVMFunctionType(rt, at, nin + n, 0);
+    LLVMTypeRef fty = LLVMFunctionType(rt, at, nin + nt, 0);
     LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), cons.s, cons.len, 1, 0,
                                          LLVMInlineAsmDialectATT, 0);
-    LLVMValueRef r = LLVMBuildCall2(cg->b, fty, asmv, args, nin + n, "");
+    LLVMValueRef r = LLVMBuildCall2(cg->b, fty, asmv, args, nin + nt, "");
     cg_convergent(cg, r); /* wgmma.mma_async.sync.aligned: one instruction for the whole warp */
     for (unsigned i = 0; i < n; i++) acc[i] = LLVMBuildExtractValue(cg->b, r, i, "");
     sb_free(&cons);
@@ -337,7 +341,7 @@ void cg_wgmma_wait(Cg *cg, int pending, LLVMValueRef *acc, unsigned n)
 {
     char text[64];
     snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
-    asm_tied(cg, text, NULL, "", 0, acc, n);
+    asm_acc(cg, text, NULL, "", 0, acc, n, true);
 }
 
 /* sum over the set bits i of x of tab[i], combined by xor (x: i32, run time) */
@@ -352,6 +356,15 @@ static LLVMValueRef xor_bits(Cg *cg, LLVMValueRef x, const uint32_t *tab, int nb
     return r;
 }
 
+/* Whether v is splat(0.0) (zeros<f32>(...)): a dot's accumulator that wgmma need not read. */
+static bool zero_splat(IrFunc *f, IrVal v)
+{
+    uint32_t d = ir_def(f, v);
+    if (d == UINT32_MAX || ir_op(f, d)->opc != IR_SPLAT) return false;
+    uint32_t c = ir_def(f, ir_opnd(f, ir_op(f, d), 0));
+    return c != UINT32_MAX && ir_op(f, c)->opc == IR_CONST && ir_op(f, c)->attr.f == 0.0;
+}
+
 /* src[k]: where operand k is read in place (p->a.in_buf / p->b.in_buf).  Returns whether the
  * dot's group is left in flight (pending = IR_DOT_ASYNC, no copy): group cg->wg_seq. */
 static bool wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, const CgBufRef *src, LLVMValueRef *out)
@@ -361,7 +374,10 @@ static bool wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, const CgBufRef *s
     const Layout *LC = cg_layout(cg, res);
     uint32_t nacc = layout_nregs(LC);
     const WgmmaShape *w = &p->w;
-    cg_value_as(cg, acc, LC, out);
+    /* an accumulator of zeros (splat 0.0: every S = Q K^T) is not made: the first k step of
+     * each block runs with scale-d = 0 (D = A B) and writes the registers without reading them */
+    bool zero = zero_splat(f, acc);
+    if (!zero) cg_value_as(cg, acc, LC, out);
     /* where each operand's tile starts (shared-window address): its buffer stage, or its copy */
     LLVMValueRef obase[2] = {NULL, NULL};
     if (p->a.in_buf) obase[0] = cg_buf_stage32(cg, &src[0]);
@@ -453,7 +469,7 @@ static bool wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, const CgBufRef *s
     }
     /* the fence takes the accumulators too, so that every write to them
      * (phi copies included) is ordered before it, none between it and wgmma */
-    fence_regs(cg, out, nacc, pk, pk ? (unsigned)(nbm * nks * 4) : 0);
+    fence_regs(cg, out, zero ? 0 : nacc, pk, pk ? (unsigned)(nbm * nks * 4) : 0);
     for (int jm = 0; jm < nbm; jm++)
         for (int jn = 0; jn < nbn; jn++)
             for (int ks = 0; ks < nks; ks++) {
@@ -468,8 +484,8 @@ static bool wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, const CgBufRef *s
                     for (unsigned j = 0; j < 4; j++) in[j] = pk[4 * (ks + nks * jm) + (int)j];
                     LLVMValueRef fb = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, sb, LLVMConstInt(cg->i32, 4, 0), ""), mask14, "");
                     in[4] = LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, fb, cg->i64, ""), LLVMConstInt(cg->i64, hib, 0), "desc.b");
-                    in[5] = LLVMConstInt(cg->i32, 1, 0);
-                    asm_tied(cg, text.s, in, "rrrrlr", 6, &out[nb * (unsigned)(jm * nbn + jn)], nb);
+                    in[5] = LLVMConstInt(cg->i32, !zero || ks > 0, 0);
+                    asm_acc(cg, text.s, in, "rrrrlr", 6, &out[nb * (unsigned)(jm * nbn + jn)], nb, !zero || ks > 0);
                     continue;
                 }
                 LLVMValueRef in[3];
@@ -479,8 +495,8 @@ static bool wgmma_path(Cg *cg, IrOp *op, const CgWgmmaPlan *p, const CgBufRef *s
                 LLVMValueRef fb = LLVMBuildAnd(cg->b, LLVMBuildLShr(cg->b, sb, LLVMConstInt(cg->i32, 4, 0), ""), mask14, "");
                 in[0] = LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, fa, cg->i64, ""), LLVMConstInt(cg->i64, hia, 0), "desc.a");
                 in[1] = LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, fb, cg->i64, ""), LLVMConstInt(cg->i64, hib, 0), "desc.b");
-                in[2] = LLVMConstInt(cg->i32, 1, 0); /* scale-d: D = A B + D */
-                asm_tied(cg, text.s, in, "llr", 3, &out[nb * (unsigned)(jm * nbn + jn)], nb);
+                in[2] = LLVMConstInt(cg->i32, !zero || ks > 0, 0); /* scale-d: D = A B + D (0: D = A B) */
+                asm_acc(cg, text.s, in, "llr", 3, &out[nb * (unsigned)(jm * nbn + jn)], nb, !zero || ks > 0);
             }
     sb_free(&text);
     cg_asm_void(cg, "wgmma.commit_group.sync.aligned;");
@@ -552,7 +568,9 @@ void cg_lower_DOT(Cg *cg, uint32_t opid, IrOp *op)
         remark_dot(cg, op, "wgmma m64n%dk%d, %d x %d warpgroups, A from %s, B from shared memory%s",
                    wp.w.instr_n, wp.w.instr_k, wp.w.wgm, wp.w.wgn, wp.a_regs ? "registers" : "shared memory",
                    in_place ? " (a pipeline stage read in place)" : "");
+        if (opid == cg->pp_first) cg_pingpong_barrier(cg, true, 0);
         if (wgmma_path(cg, op, &wp, src, out)) inflight = cg->wg_seq;
+        if (opid == cg->pp_last && cg->pp_open) cg_pingpong_barrier(cg, false, 1);
     } else if (plan.instr == LL_DOT_MMA) {
         remark_dot(cg, op, "mma.sync m16n8k16, %d x %d warps", plan.wm, plan.wn);
         mma_path(cg, op, plan.wm, plan.wn, out);

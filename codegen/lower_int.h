@@ -82,6 +82,11 @@ typedef struct Cg {
      * the count when the last op with regions was entered or left.  A DOT_WAIT on a group
      * committed after that in its own block waits for wg_seq - its number newer groups */
     int64_t wg_seq, wg_epoch;
+    /* ping-pong of the two consumer warpgroups of a warp-specialized loop (cg_pingpong_plan):
+     * the first dot of its body waits for the other warpgroup's turn (bar.sync 2 + wg), the
+     * last of the dots issued with it passes the turn on (bar.arrive 2 + (wg ^ 1)) */
+    uint32_t pp_first, pp_last;  /* op ids; UINT32_MAX: none */
+    bool pp_open;                /* lowering between the turn's bar.sync and its bar.arrive */
     /* common types */
     LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, f64, vd, gptr, sptr;
 } Cg;
@@ -133,6 +138,12 @@ void cg_ws_registers(int warps, int *producer, int *consumer);
  * kernel, once the producer has branched off (ws_split), every consumer thread
  * (bar.sync 1 with the consumers' thread count: the producer never arrives). */
 void cg_barrier(Cg *cg);
+/* Ping-pong (lower.c): whether the FOR `loop` is the warp-specialized loop whose consumer
+ * warpgroups take turns issuing their dots; sets cg->pp_first / pp_last for its body. */
+bool cg_pingpong_plan(Cg *cg, uint32_t loop);
+/* bar.sync (sync) or bar.arrive of named barrier 2 + (this warpgroup ^ other), counting the
+ * two consumer warpgroups (ping-pong). */
+void cg_pingpong_barrier(Cg *cg, bool sync, unsigned other);
 /* A pointer to byte `off` of the shared scratch area (reserving `bytes` bytes from 0).
  * Every user of the area starts with a barrier (cg_barrier) before it writes: the
  * area may still be read by the previous user (a TMA store's reads are waited for

@@ -20,7 +20,7 @@ check 0 out "" "$TILEC" "$vadd" --ir-dump-dir=dd --emit=ptx -o /dev/null
 [ "$(ls dd | grep -c '^01-')" -eq 1 ] || fail "two or more 01- dumps: $(ls dd | tr '\n' ' ')"
 [ "$(ls dd | cut -c1-2 | sort -u | wc -l)" -eq "$(ls dd | wc -l)" ] || fail "dump numbers repeat: $(ls dd | tr '\n' ' ')"
 [ -s dd/04-vadd__BLOCK_1024-pipeline_latency.tir ] || fail "the backend dumps do not follow the canonical ones: $(ls dd | tr '\n' ' ')"
-[ -s dd/09-vadd__BLOCK_1024-layout.tir ] || fail "no dd/09-vadd__BLOCK_1024-layout.tir: $(ls dd | tr '\n' ' ')"
+[ -s dd/10-vadd__BLOCK_1024-layout.tir ] || fail "no dd/10-vadd__BLOCK_1024-layout.tir: $(ls dd | tr '\n' ' ')"
 
 # -v: ptxas's report once per kernel
 check 0 err "Used " "$TILEC" "$vadd" --emit=cubin -v -o v.cubin

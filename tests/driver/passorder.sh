@@ -11,7 +11,7 @@ args="A=bf16[64,96] B=bf16[96,64] C=f32[64,64]"
 for emit in ir ptx; do
   check 1 err "error: --pass: 'pipeline_latency' cannot run after 'layout' on kernel 'g': it needs IR without layouts" \
     "$TILEC" "$k" --arch=sm_90a --pass=layout,$pipe --emit=$emit -o out.txt
-  grep -qF "note: 'pipeline_latency', 'pipeline_schedule', 'pipeline_expand', 'warp_specialize', 'remat' must run before 'layout'" stderr.txt ||
+  grep -qF "note: 'pipeline_latency', 'pipeline_schedule', 'pipeline_expand', 'warp_specialize', 'dot_async', 'remat' must run before 'layout'" stderr.txt ||
     fail "--emit=$emit: no note saying which passes go before layout"
   grep -q "internal error" stderr.txt && fail "--emit=$emit: an internal error"
 done
