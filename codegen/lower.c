@@ -740,9 +740,36 @@ void cg_lower_SELECT(Cg *cg, uint32_t opid, IrOp *op)
     (void)opid;
     elementwise(cg, op, (DType)opnd_ty(cg, op, 1).dt, ew_select);
 }
+/* f32 -> bf16 / f16 tiles two registers at a time: cvt.rn.bf16x2.f32 (cvt.rn.f16x2.f32) rounds
+ * both exactly as the scalar cvt.rn does, in one instruction instead of two (attention's P, a
+ * 64-register tile each iteration).  LLVM 19 emits the scalar form for each fptrunc. */
+static bool cast_pairs(Cg *cg, IrOp *op)
+{
+    IrType from = opnd_ty(cg, op, 0), to = ir_vty(cg->f, ir_res(op, 0));
+    IrVal res = ir_res(op, 0), x = ir_opnd(cg->f, op, 0);
+    const Layout *L = cg_layout(cg, res), *Lx = cg_layout(cg, x);
+    uint32_t n = nregs_of(cg, res);
+    if (from.isptr || to.isptr || from.dt != DT_F32 || (to.dt != DT_BF16 && to.dt != DT_F16) || n < 2 || n % 2 ||
+        !L || !Lx || !layout_eq(L, Lx))
+        return false;
+    LLVMTypeRef et = to.dt == DT_BF16 ? cg->bf16 : cg->f16, vt = LLVMVectorType(et, 2);
+    const char *text = to.dt == DT_BF16 ? "cvt.rn.bf16x2.f32 $0, $1, $2;" : "cvt.rn.f16x2.f32 $0, $1, $2;";
+    LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+    for (uint32_t r = 0; r < n; r += 2) {
+        LLVMValueRef args[2] = {cg_reg(cg, x, r + 1), cg_reg(cg, x, r)}; /* the first lands in the high half */
+        LLVMValueRef w = cg_inline_asm(cg, cg->i32, text, "=r,f,f", args, 2, false);
+        LLVMValueRef v = LLVMBuildBitCast(cg->b, w, vt, "");
+        out[r] = LLVMBuildExtractElement(cg->b, v, LLVMConstInt(cg->i32, 0, 0), "");
+        out[r + 1] = LLVMBuildExtractElement(cg->b, v, LLVMConstInt(cg->i32, 1, 0), "");
+    }
+    cg_define(cg, res, out, n);
+    return true;
+}
+
 void cg_lower_CAST(Cg *cg, uint32_t opid, IrOp *op)
 {
     (void)opid;
+    if (cast_pairs(cg, op)) return;
     elementwise(cg, op, (DType)opnd_ty(cg, op, 0).dt, ew_cast);
 }
 void cg_lower_BITCAST(Cg *cg, uint32_t opid, IrOp *op)
