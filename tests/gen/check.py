@@ -45,6 +45,8 @@ def pass_order(r):
     if r.random() < 0.5:
         p += ["pipeline_latency", "pipeline_schedule", "pipeline_expand"]
     if r.random() < 0.5:
+        p.append("dot_async")
+    if r.random() < 0.5:
         p.append("remat")
     if r.random() < 0.3:
         p += ["layout", "schedule"]
