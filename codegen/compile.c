@@ -120,7 +120,7 @@ static void remark_schedule(IrModule *m, const CgTarget *t, const CgResult *out,
         pass_pressure_init(&pr, f, 32 * out->facts[i].warps);
         double peak = pass_pressure_peak(&pr, f->body);
         pass_pressure_fini(&pr);
-        int need = pass_pressure_regs(f, peak), cap = pass_pressure_cap(f, t->arch);
+        int need = pass_pressure_regs(f, peak), cap = pass_pressure_kernel_cap(f, t->arch);
         StrBuf b = {0};
         sb_printf(&b, "predicted: tiles peak at %.0f registers per thread, about %d registers of %d: %s", peak, need,
                   cap, need > cap ? "spills predicted" : "no spills predicted");

@@ -1347,13 +1347,7 @@ static void add_grid_constants(Cg *cg, const unsigned *idx, unsigned n)
  * the register split (cg_ws_registers, lower_int.h). */
 void cg_ws_registers(int warps, int *producer, int *consumer)
 {
-    int threads = 32 * (warps + 4);
-    int r0 = (65536 / threads) & ~7;
-    if (r0 > 248) r0 = 248;
-    int inc = ((threads * r0 - 128 * 24) / (32 * warps)) & ~7;
-    if (inc > 248) inc = 248;
-    *producer = inc > r0 ? 24 : 0;
-    *consumer = inc > r0 ? inc : 0;
+    ir_ws_registers(warps, producer, consumer);
 }
 
 static bool ws_plan(Cg *cg)

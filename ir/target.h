@@ -68,6 +68,21 @@ static inline bool ir_target_has(const IrTarget *t, uint32_t features)
     return t && (t->features & features) == features;
 }
 
+/* The setmaxnreg split of a warp-specialized kernel with `warps` consumer warps and a producer
+ * warpgroup (codegen/lower_int.h, cg_ws_registers, says how): the producer's and the
+ * consumers' registers per thread, both 0 where nothing changes hands.  Here so that the
+ * scheduler's register budget (passes/schedule.c) and code generation agree. */
+static inline void ir_ws_registers(int warps, int *producer, int *consumer)
+{
+    int threads = 32 * (warps + 4);
+    int r0 = (65536 / threads) & ~7;
+    if (r0 > 248) r0 = 248;
+    int inc = ((threads * r0 - 128 * 24) / (32 * warps)) & ~7;
+    if (inc > 248) inc = 248;
+    *producer = inc > r0 ? 24 : 0;
+    *consumer = inc > r0 ? inc : 0;
+}
+
 /* The names of the rows that have every feature in `need` (0: all rows), in
  * table order, joined by `sep` with `last` before the final one:
  * (", ", " or ") gives "sm_80, sm_86, sm_89, sm_90 or sm_90a", ("|", "|")

@@ -78,30 +78,35 @@ static void note_uses(PassPressure *p, IrBlk b, IrOp *op, uint32_t at)
 /* The weight of the values of b whose last use is op (b's op i, which holds
  * regions) and which an op inside its regions uses: they stay live while the
  * regions run. */
-static double captured_in(PassPressure *p, IrBlk b, const IrOp *op, uint32_t i, uint8_t *seen)
+static double captured_in(PassPressure *p, IrBlk b, const IrOp *op, uint32_t i, uint8_t *seen, int only)
 {
     IrFunc *f = p->f;
     double w = 0;
     for (uint32_t r = 0; r < op->nregion; r++) {
+        if (only >= 0 && r != (uint32_t)only) continue;
         IrBlock *B = ir_blk(f, op->region[r]);
         for (uint32_t j = 0; j < B->nops; j++) {
             const IrOp *in = ir_op(f, B->ops[j]);
+            /* a loop's initial values live on as its body's arguments, which its peak counts */
+            uint32_t first_init = in->opc == IR_FOR ? 3 : in->opc == IR_WHILE ? 0 : UINT32_MAX;
             for (uint32_t k = 0; k < in->nopnd; k++) {
                 IrVal v = ir_opnd(f, in, k);
+                if (k >= first_init) continue;
                 if (!v || v >= f->nvals || seen[v] || def_block(f, v) != b || p->last[v] != i) continue;
                 seen[v] = 1;
                 w += pass_pressure_weight(p, v);
             }
-            w += captured_in(p, b, in, i, seen);
+            w += captured_in(p, b, in, i, seen, -1);
         }
     }
     return w;
 }
 
-static double captured(PassPressure *p, IrBlk b, const IrOp *op, uint32_t i)
+/* The same for op's region r alone (r < 0: every region). */
+static double captured(PassPressure *p, IrBlk b, const IrOp *op, uint32_t i, int r)
 {
     uint8_t *seen = tl_xcalloc(p->f->nvals, 1);
-    double w = captured_in(p, b, op, i, seen);
+    double w = captured_in(p, b, op, i, seen, r);
     free(seen);
     return w;
 }
@@ -143,10 +148,15 @@ static double block_peak(PassPressure *p, IrBlk b, double *across)
         }
         double at = live - dying[i] + res;
         if (op->nregion) {
-            double inner = 0;
+            double inner = 0, inner_held = 0; /* the largest region's peak; the largest region's own
+                                                 * captures plus its peak (dot kernels) */
             for (uint32_t r = 0; r < op->nregion; r++) {
                 double q = block_peak(p, op->region[r], NULL);
                 if (q > inner) inner = q;
+                if (p->dot) {
+                    double c = captured(p, b, op, i, (int)r) + q;
+                    if (c > inner_held) inner_held = c;
+                }
             }
             /* the recursion reused p->last for the inner blocks' values only: ours stand */
             if (!p->dot) {
@@ -163,9 +173,9 @@ static double block_peak(PassPressure *p, IrBlk b, double *across)
                  * its regions use, plus the peak inside (where its operands, a
                  * loop's initial accumulators, live on as the regions' arguments);
                  * its results (the accumulators, tied in place) come after */
-                double held = live - dying[i] + captured(p, b, op, i);
-                if (held + inner > at) at = held + inner;
-                if (across) across[i] = held;
+                double base = live - dying[i];
+                if (base + inner_held > at) at = base + inner_held;
+                if (across) across[i] = base + captured(p, b, op, i, -1);
             }
         } else if (across) {
             across[i] = live - dying[i];
@@ -302,9 +312,29 @@ int pass_pressure_nmem(const IrFunc *f)
  * spills (ptxas 162-254 registers: wgmma descriptors, stage addresses and
  * mbarrier phases, the epilogue's addressing), and every one at 144 or more
  * spills (flash_attn_varlen_fwd at 144: 380 bytes; gemm at 176: 256). */
+static bool has_producer(const IrFunc *f)
+{
+    for (uint32_t i = 0; i < f->nops; i++)
+        if (!f->ops[i].dead && f->ops[i].opc == IR_PRODUCER_WARP) return true;
+    return false;
+}
+
+/* A warp-specialized kernel's consumers issue no TMA loads and wait on no stage of their
+ * own: 48, measured on flash_attn_fwd and flash_attn_fwd_lse (2026-12-04: tiles peak at 192,
+ * 0 bytes of spills at the consumers' 240 registers). */
 static double overhead(const IrFunc *f)
 {
-    return has_dot(f) ? 112 : 24 + 4 * pass_pressure_nmem(f);
+    if (has_dot(f)) return has_producer(f) ? 48 : 112;
+    return 24 + 4 * pass_pressure_nmem(f);
+}
+
+int pass_pressure_kernel_cap(const IrFunc *f, const IrTarget *tg)
+{
+    int warps = f->warps ? f->warps : 4;
+    if (!has_producer(f)) return pass_pressure_cap(f, tg);
+    int producer, consumer;
+    ir_ws_registers(warps, &producer, &consumer);
+    return consumer ? consumer : pass_pressure_cap_threads(tg, 32 * (warps + 4));
 }
 
 int pass_pressure_regs(const IrFunc *f, double peak)
@@ -326,7 +356,11 @@ double pass_pressure_tile_budget(const IrFunc *f, int cap)
 
 int pass_pressure_cap(const IrFunc *f, const IrTarget *tg)
 {
-    int64_t threads = 32 * (int64_t)(f->warps ? f->warps : 4);
+    return pass_pressure_cap_threads(tg, 32 * (f->warps ? f->warps : 4));
+}
+
+int pass_pressure_cap_threads(const IrTarget *tg, int threads)
+{
     int64_t cap = (tg ? tg->regs_per_sm : 65536) / threads;
     return cap > 255 ? 255 : (int)cap;
 }

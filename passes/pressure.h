@@ -34,7 +34,13 @@
  *     2 * peak) registers, rounded up to 8 and at least 40
  *     (pass_pressure_regs): addresses, loop and reduction temporaries, and the
  *     widening and packing of 16-bit rows; in a kernel with a dot (whose
- *     tiles are accumulators and operands) peak + 24 + 4 * (parameters).
+ *     tiles are accumulators and operands) peak + 112 (descriptors, stage
+ *     addresses, mbarrier phases), peak + 48 in a warp-specialized one (its
+ *     consumers issue no loads).
+ *   - A loop's initial values used inside another op's region (a pipelined
+ *     loop inside its TMA branch) are counted once, as the loop body's
+ *     arguments; an op with several regions costs its largest region's peak
+ *     plus what that region alone uses of the enclosing block.
  */
 #ifndef TILEC_PRESSURE_H
 #define TILEC_PRESSURE_H
@@ -74,6 +80,11 @@ int pass_pressure_regs(const IrFunc *f, double peak);
 /* The registers per thread f's threads may have at one CTA per SM: min(255,
  * registers per SM / threads) (tg NULL: 65536 registers per SM). */
 int pass_pressure_cap(const IrFunc *f, const IrTarget *tg);
+/* The same for a launch of `threads` threads. */
+int pass_pressure_cap_threads(const IrTarget *tg, int threads);
+/* The registers per thread the code holding f's tiles runs at: pass_pressure_cap, or in a
+ * warp-specialized kernel the consumers' after setmaxnreg (ir_ws_registers). */
+int pass_pressure_kernel_cap(const IrFunc *f, const IrTarget *tg);
 /* The largest tile peak for which pass_pressure_regs stays within `cap` registers per thread. */
 double pass_pressure_tile_budget(const IrFunc *f, int cap);
 

@@ -115,6 +115,8 @@ typedef struct Sched {
     PassCtx *cx;
     PassPressure pr;
     int cap;                /* registers per thread of the kernel (cap_of) */
+    int ws_cap;             /* a warp-specialized kernel's consumers' (0: not specialized) */
+    int threads;            /* the launch's threads (the producer warpgroup included) */
     double budget;          /* the tiles' share of it: pass_pressure_tile_budget(cap) */
     bool forced;            /* budget from TILEC_SCHED_BUDGET */
     uint32_t *pos;          /* per op id: its index in the block being scheduled (scratch) */
@@ -123,13 +125,13 @@ typedef struct Sched {
     uint32_t nreordered;    /* blocks reordered */
 } Sched;
 
-/* Hook for warp specialization: the registers per thread of the warps that run
- * block b.  Every block has the kernel's today; a pass that gives warpgroup
- * roles their own register counts (setmaxnreg) answers per role here. */
+/* The registers per thread of the warps that run block b: the kernel's, or in a
+ * warp-specialized kernel the consumers' (setmaxnreg.inc: ir_ws_registers), which run every
+ * block that holds tiles (the producer's branch has none). */
 static int cap_of(const Sched *S, IrBlk b)
 {
     (void)b;
-    return S->cap;
+    return S->ws_cap ? S->ws_cap : S->cap;
 }
 
 /* One block's DAG and scheduling state; node i is the block's op i. */
@@ -398,8 +400,8 @@ static void remark(Sched *S, IrBlk b, double budget, double peak0, double peak1,
     StrBuf m = {0};
     sb_printf(&m, "%s: tiles peak at %.0f registers per thread", block_name(f, b), peak1);
     if (S->forced) sb_printf(&m, ", budget %.0f (TILEC_SCHED_BUDGET)", budget);
-    else sb_printf(&m, ", budget %.0f of %d registers at %d threads", budget < 0 ? 0 : budget, cap_of(S, b),
-                   32 * f->warps);
+    else sb_printf(&m, ", budget %.0f of %d registers at %d threads%s", budget < 0 ? 0 : budget, cap_of(S, b),
+                   S->threads, S->ws_cap ? " (the consumers', after setmaxnreg)" : "");
     if (reordered) sb_printf(&m, "; reordered (the original order peaked at %.0f)", peak0);
     else if (peak0 > budget) sb_puts(&m, "; order kept (no order found with a lower peak)");
     else sb_puts(&m, "; order kept");
@@ -474,7 +476,14 @@ void pass_schedule(IrFunc *f, PassCtx *cx)
     int warps = f->warps ? f->warps : 4;
     pass_pressure_init(&S.pr, f, 32 * warps);
     S.cap = pass_pressure_cap(f, f->mod->target);
-    S.budget = pass_pressure_tile_budget(f, S.cap);
+    S.threads = 32 * warps;
+    for (uint32_t i = 0; i < f->nops; i++)
+        if (!f->ops[i].dead && f->ops[i].opc == IR_PRODUCER_WARP) {
+            S.threads = 32 * (warps + 4);
+            S.ws_cap = pass_pressure_kernel_cap(f, f->mod->target);
+            break;
+        }
+    S.budget = pass_pressure_tile_budget(f, cap_of(&S, f->body));
     const char *env = getenv("TILEC_SCHED_BUDGET");
     if (env && *env) {
         S.budget = atof(env);

@@ -395,7 +395,9 @@ static void pipelined_gemms(void **state)
             int staged = P.BM * P.BN / (32 * P.warps) / 2;
             if (!P.fallback) {
                 assert_int_equal(count(ptx, "st.shared"), staged);
-                assert_int_equal(count(ptx_from(ptx, "wgmma.wait_group.sync.aligned 0;"), "st.shared.b32"), staged);
+                /* the pairs come packed from cvt.rn.bf16x2.f32 (.u32) or from LLVM (.b32) */
+                const char *epi = ptx_from(ptx, "wgmma.wait_group.sync.aligned 0;");
+                assert_int_equal(count(epi, "st.shared.b32") + count(epi, "st.shared.u32"), staged);
             }
             assert_int_equal(count(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), P.BN * 2 / 128);
             /* ptxas keeps the wgmma pipeline */
