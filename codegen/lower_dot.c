@@ -41,7 +41,13 @@
  * place and whose `pending` is p > 0 waits only until p groups are left in
  * flight (wait_group p), its result finished by a later DOT_WAIT (wait_group 0).
  * Its stages must then hold still until the group completes: the passes load
- * into a stage only after the barrier that follows the next wait.
+ * into a stage only after the barrier that follows the next wait.  A DOT with
+ * pending = IR_DOT_ASYNC (passes/dot_async.c) does not wait at all, A from
+ * registers included (its registers stay as they are until the wait, in the same
+ * block): its DOT_WAIT waits until no more groups than were committed after it
+ * are in flight (cg_lower_DOT_WAIT counts them, cg->wg_seq).  A dot whose
+ * accumulator is splat(0.0) starts each block with scale-d = 0, and A from
+ * registers is packed before the wgmma.fence and passed through it.
  */
 #include "lower_int.h"
 
@@ -267,11 +273,10 @@ static const char *wgmma_type(DType dt)
     }
 }
 
-/* Inline PTX returning n f32 registers tied to inputs acc[0..n) after the
- * `nin` other inputs; constraint letters of those in `in_cons`. */
-/* An asm whose outputs are the f32 registers acc[0..n), each tied to its input (read and
- * written: wgmma accumulating, the fence and the wait), or, with tie false, written only (a
- * wgmma whose scale-d is 0: D = A B, the old D unread). */
+/* Inline PTX whose outputs are the f32 registers acc[0..n), after the `nin` other inputs
+ * (constraint letters in `in_cons`), each output tied to its input (read and written: wgmma
+ * accumulating, the fence and the wait), or, with tie false, written only (a wgmma whose
+ * scale-d is 0: D = A B, the old D unread). */
 static void asm_acc(Cg *cg, const char *text, LLVMValueRef *in, const char *in_cons, unsigned nin, LLVMValueRef *acc,
                     unsigned n, bool tie)
 {
