@@ -80,14 +80,13 @@ static void run_block(IrFunc *f, IrBlk blk, PassCtx *cx)
         IrVal res = ir_res(op, 0);
         uint32_t j = i + 1;
         IrBlock *B = ir_blk(f, blk);
-        while (j < B->nops) {
+        bool used = false;
+        for (; j < B->nops; j++) {
             const IrOp *n = ir_op(f, B->ops[j]);
-            if (uses(f, n, res) || !may_cross(n)) break;
-            j++;
+            if ((used = uses(f, n, res)) || !may_cross(n)) break;
         }
         if (j == i + 1 || j >= B->nops) continue; /* used at once (or no terminator: not verified IR) */
-        bool used = false;
-        for (uint32_t k = j; k < B->nops && !used; k++) used = uses(f, ir_op(f, B->ops[k]), res);
+        for (uint32_t k = j + 1; k < B->nops && !used; k++) used = uses(f, ir_op(f, B->ops[k]), res);
         if (!used) continue; /* a dead dot: dce's */
         IrBuilder b;
         ir_builder_at_end(&b, f, blk);

@@ -312,7 +312,7 @@ int pass_pressure_nmem(const IrFunc *f)
  * spills (ptxas 162-254 registers: wgmma descriptors, stage addresses and
  * mbarrier phases, the epilogue's addressing), and every one at 144 or more
  * spills (flash_attn_varlen_fwd at 144: 380 bytes; gemm at 176: 256). */
-static bool has_producer(const IrFunc *f)
+bool pass_pressure_specialized(const IrFunc *f)
 {
     for (uint32_t i = 0; i < f->nops; i++)
         if (!f->ops[i].dead && f->ops[i].opc == IR_PRODUCER_WARP) return true;
@@ -324,14 +324,14 @@ static bool has_producer(const IrFunc *f)
  * 0 bytes of spills at the consumers' 240 registers). */
 static double overhead(const IrFunc *f)
 {
-    if (has_dot(f)) return has_producer(f) ? 48 : 112;
+    if (has_dot(f)) return pass_pressure_specialized(f) ? 48 : 112;
     return 24 + 4 * pass_pressure_nmem(f);
 }
 
 int pass_pressure_kernel_cap(const IrFunc *f, const IrTarget *tg)
 {
     int warps = f->warps ? f->warps : 4;
-    if (!has_producer(f)) return pass_pressure_cap(f, tg);
+    if (!pass_pressure_specialized(f)) return pass_pressure_cap(f, tg);
     int producer, consumer;
     ir_ws_registers(warps, &producer, &consumer);
     return consumer ? consumer : pass_pressure_cap_threads(tg, 32 * (warps + 4));

@@ -82,6 +82,8 @@ int pass_pressure_regs(const IrFunc *f, double peak);
 int pass_pressure_cap(const IrFunc *f, const IrTarget *tg);
 /* The same for a launch of `threads` threads. */
 int pass_pressure_cap_threads(const IrTarget *tg, int threads);
+/* Whether f is warp-specialized (has a PRODUCER_WARP branch: passes/warp_specialize.c). */
+bool pass_pressure_specialized(const IrFunc *f);
 /* The registers per thread the code holding f's tiles runs at: pass_pressure_cap, or in a
  * warp-specialized kernel the consumers' after setmaxnreg (ir_ws_registers). */
 int pass_pressure_kernel_cap(const IrFunc *f, const IrTarget *tg);

@@ -476,13 +476,9 @@ void pass_schedule(IrFunc *f, PassCtx *cx)
     int warps = f->warps ? f->warps : 4;
     pass_pressure_init(&S.pr, f, 32 * warps);
     S.cap = pass_pressure_cap(f, f->mod->target);
-    S.threads = 32 * warps;
-    for (uint32_t i = 0; i < f->nops; i++)
-        if (!f->ops[i].dead && f->ops[i].opc == IR_PRODUCER_WARP) {
-            S.threads = 32 * (warps + 4);
-            S.ws_cap = pass_pressure_kernel_cap(f, f->mod->target);
-            break;
-        }
+    bool ws = pass_pressure_specialized(f);
+    S.threads = 32 * (warps + (ws ? 4 : 0));
+    if (ws) S.ws_cap = pass_pressure_kernel_cap(f, f->mod->target);
     S.budget = pass_pressure_tile_budget(f, cap_of(&S, f->body));
     const char *env = getenv("TILEC_SCHED_BUDGET");
     if (env && *env) {
