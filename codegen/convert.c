@@ -433,6 +433,48 @@ static LLVMValueRef f8_to_f32_hw(Cg *cg, LLVMValueRef x, DType from)
 
 static bool fp8_hw(Cg *cg) { return cg->target && ir_target_has(cg->target->arch, IR_TGT_FP8_CVT); }
 
+/* Two fp8 values (i8 x0, x1) to f32, f16 or bf16 in one cvt.rn.f16x2.e4m3x2 (e5m2x2) and,
+ * for the 16-bit types, one cvt.rn.{bf16,f16}x2.f32: the bits of cg_cast element by element
+ * (the same widening and NaN fix-up, and the paired f32 rounding is the scalar cvt.rn's), in
+ * a third of the instructions; the FP8 decode kernel widens two [64, 128] tiles a key block.
+ * False where it does not apply (no fp8 conversions on the target, other types). */
+bool cg_cast_f8_pair(Cg *cg, LLVMValueRef x0, LLVMValueRef x1, DType from, DType to, LLVMValueRef out[2])
+{
+    if (!fp8_hw(cg) || !is_f8(from) || (to != DT_F32 && to != DT_F16 && to != DT_BF16)) return false;
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef pair = LLVMGetUndef(LLVMVectorType(cg->i8, 2));
+    pair = LLVMBuildInsertElement(b, pair, x0, k32(cg, 0), "");
+    pair = LLVMBuildInsertElement(b, pair, x1, k32(cg, 1), "");
+    LLVMValueRef h2 = LLVMBuildBitCast(b, pair, cg->i16, ""); /* x0 in the low byte: the low half */
+    LLVMValueRef r = cg_inline_asm(cg, cg->i32,
+                                   from == DT_F8E4M3 ? "cvt.rn.f16x2.e4m3x2 $0, $1;" : "cvt.rn.f16x2.e5m2x2 $0, $1;",
+                                   "=r,h", &h2, 1, false);
+    LLVMValueRef hv = LLVMBuildBitCast(b, r, LLVMVectorType(cg->f16, 2), "");
+    /* the signs from the pair (x0's bit 7 and x1's bit 15), not from x0 and x1: what is
+     * live until here is then the pair, not two more registers */
+    LLVMValueRef f[2], p32 = LLVMBuildZExt(b, h2, cg->i32, "");
+    for (int i = 0; i < 2; i++) {
+        LLVMValueRef v = LLVMBuildFPExt(b, LLVMBuildExtractElement(b, hv, k32(cg, (unsigned)i), ""), cg->f32, "");
+        LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildAnd(b, p32, k32(cg, 0x80u << (8 * i)), ""),
+                                         k32(cg, 24u - 8u * (unsigned)i), "");
+        LLVMValueRef nan = LLVMBuildBitCast(b, LLVMBuildOr(b, sign, k32(cg, 0x7FC00000), ""), cg->f32, "");
+        f[i] = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), nan, v, "");
+    }
+    if (to == DT_F32) {
+        out[0] = f[0];
+        out[1] = f[1];
+        return true;
+    }
+    LLVMValueRef args[2] = {f[1], f[0]}; /* the first operand lands in the high half */
+    LLVMValueRef w = cg_inline_asm(cg, cg->i32, to == DT_BF16 ? "cvt.rn.bf16x2.f32 $0, $1, $2;"
+                                                              : "cvt.rn.f16x2.f32 $0, $1, $2;",
+                                   "=r,f,f", args, 2, false);
+    LLVMValueRef v = LLVMBuildBitCast(b, w, LLVMVectorType(to == DT_BF16 ? cg->bf16 : cg->f16, 2), "");
+    out[0] = LLVMBuildExtractElement(b, v, k32(cg, 0), "");
+    out[1] = LLVMBuildExtractElement(b, v, k32(cg, 1), "");
+    return true;
+}
+
 LLVMValueRef cg_cast(Cg *cg, LLVMValueRef x, DType from, bool from_ptr, DType to, bool to_ptr)
 {
     LLVMBuilderRef b = cg->b;
@@ -480,6 +522,13 @@ LLVMValueRef cg_cast(Cg *cg, LLVMValueRef x, DType from, bool from_ptr, DType to
             const char *cons = w == 16 ? "=h,h" : w == 32 ? "=r,r" : "=l,l";
             x = cg_inline_asm(cg, LLVMTypeOf(x), text, cons, &x, 1, false);
         }
+        /* to f16 through f32, which is exact: below 2^24 the f32 is the integer and f16 rounds
+         * once; at or above it both ways give inf.  ptxas 13.0 fuses a sign-extended byte
+         * (bfe.s32 / cvt.s32.s8) into cvt.rn.f16.u32 as I2F.F16.S8, a signed conversion: -4 as
+         * u32 as f16 came out -4, not inf, once the byte came from a 32-bit load word
+         * (tests/gpu/uitofp_sext.tile); I2FP.F32.U32 it leaves alone. */
+        if (to == DT_F16 && dt_bits[from] >= 16)
+            return LLVMBuildFPTrunc(b, LLVMBuildUIToFP(b, x, cg->f32, ""), tt, "");
         return LLVMBuildUIToFP(b, x, tt, "");
     }
     if (ff && !tf) {

@@ -742,16 +742,24 @@ void cg_lower_SELECT(Cg *cg, uint32_t opid, IrOp *op)
 }
 /* f32 -> bf16 / f16 tiles two registers at a time: cvt.rn.bf16x2.f32 (cvt.rn.f16x2.f32) rounds
  * both exactly as the scalar cvt.rn does, in one instruction instead of two (attention's P, a
- * 64-register tile each iteration).  LLVM 19 emits the scalar form for each fptrunc. */
+ * 64-register tile each iteration).  LLVM 19 emits the scalar form for each fptrunc.  fp8 ->
+ * f32 / f16 / bf16 the same way (cg_cast_f8_pair). */
 static bool cast_pairs(Cg *cg, IrOp *op)
 {
     IrType from = opnd_ty(cg, op, 0), to = ir_vty(cg->f, ir_res(op, 0));
     IrVal res = ir_res(op, 0), x = ir_opnd(cg->f, op, 0);
     const Layout *L = cg_layout(cg, res), *Lx = cg_layout(cg, x);
     uint32_t n = nregs_of(cg, res);
-    if (from.isptr || to.isptr || from.dt != DT_F32 || (to.dt != DT_BF16 && to.dt != DT_F16) || n < 2 || n % 2 ||
-        !L || !Lx || !layout_eq(L, Lx))
-        return false;
+    if (from.isptr || to.isptr || n < 2 || n % 2 || !L || !Lx || !layout_eq(L, Lx)) return false;
+    if (from.dt == DT_F8E4M3 || from.dt == DT_F8E5M2) {
+        LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
+        for (uint32_t r = 0; r < n; r += 2)
+            if (!cg_cast_f8_pair(cg, cg_reg(cg, x, r), cg_reg(cg, x, r + 1), (DType)from.dt, (DType)to.dt, &out[r]))
+                return false; /* decided by the types and the target: the first pair or none */
+        cg_define(cg, res, out, n);
+        return true;
+    }
+    if (from.dt != DT_F32 || (to.dt != DT_BF16 && to.dt != DT_F16)) return false;
     LLVMTypeRef et = to.dt == DT_BF16 ? cg->bf16 : cg->f16, vt = LLVMVectorType(et, 2);
     const char *text = to.dt == DT_BF16 ? "cvt.rn.bf16x2.f32 $0, $1, $2;" : "cvt.rn.f16x2.f32 $0, $1, $2;";
     LLVMValueRef *out = ARENA_ARRAY(cg->scratch, LLVMValueRef, n);
@@ -1026,50 +1034,156 @@ static uint32_t rep_regs(Cg *cg, IrVal v)
     return L ? layout_replicated(L, LL_REG) : 0;
 }
 
-/* One phi per distinct register for each of `n` values typed like vals[i]: a
- * replicated register (rep_regs) shares the phi of the register it repeats, so
- * a loop-carried row vector of an mma layout (attention's running maximum and
- * denominator) is 2 values a thread, not one per accumulator column, and what
- * is computed from it LLVM computes once.  Incoming values go to the distinct
- * phis only (add_phi_in). */
-static LLVMValueRef **make_phis(Cg *cg, const IrVal *like, uint32_t n)
+/* The phis of one value.  One phi per distinct register: a replicated register
+ * (rep_regs) shares the phi of the register it repeats, so a loop-carried row
+ * vector of an mma layout (attention's running maximum and denominator) is 2
+ * values a thread, not one per accumulator column, and what is computed from it
+ * LLVM computes once.  8-bit values (i8, u8, fp8) travel four to a 32-bit phi
+ * (`words`): NVPTX has no 8-bit registers, so an i8 phi takes a 32-bit register
+ * of its own, and a [64, 128] fp8 tile carried a block ahead took 64 registers a
+ * thread instead of 16 (paged_attn_decode on an FP8 cache spilled 1.1 KB where
+ * the bf16 cache spilled 64 B).  The phi block unpacks the words after its phis
+ * (regs), each incoming block packs them before its terminator, and LLVM folds a
+ * pack of an unpack away. */
+typedef struct Phis {
+    LLVMValueRef *regs;  /* per register: its phi, or (packed) its byte unpacked from a word */
+    LLVMValueRef *words; /* packed: one i32 phi per 4 distinct registers, in register order */
+    uint32_t *slot;      /* packed: distinct register r's place among them (word slot / 4) */
+    uint32_t nwords;
+} Phis;
+
+static Phis *make_phis(Cg *cg, const IrVal *like, uint32_t n)
 {
-    LLVMValueRef **phis = ARENA_ARRAY(cg->scratch, LLVMValueRef *, n);
-    for (uint32_t i = 0; i < n; i++) {
+    Phis *phis = ARENA_ARRAY(cg->scratch, Phis, n ? n : 1);
+    for (uint32_t i = 0; i < n; i++) { /* every phi first: they lead their block */
+        Phis *p = &phis[i];
         uint32_t nr = nregs_of(cg, like[i]), rep = rep_regs(cg, like[i]);
-        phis[i] = ARENA_ARRAY(cg->scratch, LLVMValueRef, nr);
         LLVMTypeRef t = cg_elem_type(cg, ir_vty(cg->f, like[i]));
-        for (uint32_t r = 0; r < nr; r++) phis[i][r] = (r & rep) ? phis[i][r & ~rep] : LLVMBuildPhi(cg->b, t, "");
+        p->regs = ARENA_ARRAY(cg->scratch, LLVMValueRef, nr ? nr : 1);
+        p->words = NULL;
+        p->nwords = 0;
+        if (t == cg->i8) {
+            p->slot = ARENA_ARRAY(cg->scratch, uint32_t, nr ? nr : 1);
+            uint32_t nd = 0;
+            for (uint32_t r = 0; r < nr; r++)
+                if (!(r & rep)) p->slot[r] = nd++;
+            p->nwords = (nd + 3) / 4;
+            p->words = ARENA_ARRAY(cg->scratch, LLVMValueRef, p->nwords ? p->nwords : 1);
+            for (uint32_t w = 0; w < p->nwords; w++) p->words[w] = LLVMBuildPhi(cg->b, cg->i32, "");
+            continue;
+        }
+        for (uint32_t r = 0; r < nr; r++) p->regs[r] = (r & rep) ? p->regs[r & ~rep] : LLVMBuildPhi(cg->b, t, "");
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        Phis *p = &phis[i];
+        if (!p->words) continue;
+        uint32_t nr = nregs_of(cg, like[i]), rep = rep_regs(cg, like[i]);
+        for (uint32_t r = 0; r < nr; r++) {
+            if (r & rep) {
+                p->regs[r] = p->regs[r & ~rep];
+                continue;
+            }
+            LLVMValueRef w = LLVMBuildBitCast(cg->b, p->words[p->slot[r] / 4], LLVMVectorType(cg->i8, 4), "");
+            p->regs[r] = LLVMBuildExtractElement(cg->b, w, LLVMConstInt(cg->i32, p->slot[r] % 4, 0), "");
+        }
     }
     return phis;
 }
 
-/* Register r of each distinct phi of value `like` gets in[k][r] from from[k], k < nin. */
-static void add_phi_in(Cg *cg, LLVMValueRef *phis, IrVal like, LLVMValueRef *const *in, LLVMBasicBlockRef *from,
-                       uint32_t nin)
+/* The i32 whose bytes b[0..3] are, in order, when they were extracted from one
+ * (a word, or a vector of words, seen as bytes: make_phis' unpacking and a load's
+ * words_to_elems), else NULL.  Packing them again is then that word: LLVM does
+ * not always fold an insert chain of extracts back. */
+static LLVMValueRef word_of_bytes(Cg *cg, LLVMValueRef *b)
 {
-    uint32_t rep = rep_regs(cg, like);
-    for (uint32_t r = 0; r < nregs_of(cg, like); r++) {
-        if (r & rep) continue;
-        LLVMValueRef v[2];
-        for (uint32_t k = 0; k < nin; k++) v[k] = in[k][r];
-        LLVMAddIncoming(phis[r], v, from, nin);
+    LLVMValueRef vec = NULL;
+    unsigned long long base = 0;
+    for (int j = 0; j < 4; j++) {
+        if (!b[j] || !LLVMIsAInstruction(b[j]) || LLVMGetInstructionOpcode(b[j]) != LLVMExtractElement) return NULL;
+        LLVMValueRef v = LLVMGetOperand(b[j], 0), idx = LLVMGetOperand(b[j], 1);
+        if (!LLVMIsAConstantInt(idx)) return NULL;
+        unsigned long long i = LLVMConstIntGetZExtValue(idx);
+        if (j == 0) {
+            vec = v;
+            base = i;
+            if (base % 4) return NULL;
+        } else if (v != vec || i != base + (unsigned long long)j)
+            return NULL;
+    }
+    if (!LLVMIsAInstruction(vec) || LLVMGetInstructionOpcode(vec) != LLVMBitCast) return NULL;
+    LLVMValueRef src = LLVMGetOperand(vec, 0);
+    LLVMTypeRef st = LLVMTypeOf(src);
+    if (st == cg->i32) return base == 0 ? src : NULL;
+    if (LLVMGetTypeKind(st) != LLVMVectorTypeKind || LLVMGetElementType(st) != cg->i32) return NULL;
+    return LLVMBuildExtractElement(cg->b, src, LLVMConstInt(cg->i32, base / 4, 0), "");
+}
+
+/* The builder at the end of `bb`, before its terminator if it has one. */
+static void position_before_end(Cg *cg, LLVMBasicBlockRef bb)
+{
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(bb);
+    if (t)
+        LLVMPositionBuilderBefore(cg->b, t);
+    else
+        LLVMPositionBuilderAtEnd(cg->b, bb);
+}
+
+/* Register r of each distinct phi of value `like` gets in[k][r] from from[k], k < nin
+ * (packed phis: the words, packed in from[k]; the builder ends where it was, at the
+ * end of its block). */
+static void add_phi_in(Cg *cg, Phis *p, IrVal like, LLVMValueRef *const *in, LLVMBasicBlockRef *from, uint32_t nin)
+{
+    uint32_t rep = rep_regs(cg, like), nr = nregs_of(cg, like);
+    LLVMValueRef v[2];
+    if (!p->words) {
+        for (uint32_t r = 0; r < nr; r++) {
+            if (r & rep) continue;
+            for (uint32_t k = 0; k < nin; k++) v[k] = in[k][r];
+            LLVMAddIncoming(p->regs[r], v, from, nin);
+        }
+        return;
+    }
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(cg->b);
+    LLVMValueRef *words = ARENA_ARRAY(cg->scratch, LLVMValueRef, 2 * (size_t)p->nwords);
+    for (uint32_t k = 0; k < nin; k++) {
+        position_before_end(cg, from[k]);
+        LLVMValueRef *wk = &words[k * p->nwords];
+        /* as <4 x i8> vectors: LLVM folds inserts of a loaded word's extracted bytes back
+         * into the word (shifts and ors it does not) */
+        for (uint32_t w = 0; w < p->nwords; w++) wk[w] = LLVMConstNull(LLVMVectorType(cg->i8, 4));
+        for (uint32_t r = 0; r < nr; r++) {
+            if (r & rep) continue;
+            uint32_t s = p->slot[r];
+            wk[s / 4] = LLVMBuildInsertElement(cg->b, wk[s / 4], in[k][r], LLVMConstInt(cg->i32, s % 4, 0), "");
+        }
+        for (uint32_t w = 0; w < p->nwords; w++) {
+            LLVMValueRef bytes[4] = {NULL, NULL, NULL, NULL};
+            for (uint32_t r = 0; r < nr; r++)
+                if (!(r & rep) && p->slot[r] / 4 == w) bytes[p->slot[r] % 4] = in[k][r];
+            LLVMValueRef same = word_of_bytes(cg, bytes);
+            wk[w] = same ? same : LLVMBuildBitCast(cg->b, wk[w], cg->i32, "");
+        }
+    }
+    LLVMPositionBuilderAtEnd(cg->b, cur);
+    for (uint32_t w = 0; w < p->nwords; w++) {
+        for (uint32_t k = 0; k < nin; k++) v[k] = words[k * p->nwords + w];
+        LLVMAddIncoming(p->words[w], v, from, nin);
     }
 }
 
 /* Adds the values `from` (converted to the layouts of `like`) as incoming from
  * the current block; conversions may open new blocks, so the block is taken after. */
-static void add_incoming(Cg *cg, LLVMValueRef **phis, const IrVal *like, const IrVal *from, uint32_t n)
+static void add_incoming(Cg *cg, Phis *phis, const IrVal *like, const IrVal *from, uint32_t n)
 {
     LLVMValueRef **regs = ARENA_ARRAY(cg->scratch, LLVMValueRef *, n ? n : 1);
     for (uint32_t i = 0; i < n; i++) regs[i] = regs_as(cg, from[i], like[i]);
     LLVMBasicBlockRef bb = LLVMGetInsertBlock(cg->b);
-    for (uint32_t i = 0; i < n; i++) add_phi_in(cg, phis[i], like[i], &regs[i], &bb, 1);
+    for (uint32_t i = 0; i < n; i++) add_phi_in(cg, &phis[i], like[i], &regs[i], &bb, 1);
 }
 
-static void define_from_phis(Cg *cg, const IrVal *vals, LLVMValueRef **phis, uint32_t n)
+static void define_from_phis(Cg *cg, const IrVal *vals, Phis *phis, uint32_t n)
 {
-    for (uint32_t i = 0; i < n; i++) cg_define(cg, vals[i], phis[i], nregs_of(cg, vals[i]));
+    for (uint32_t i = 0; i < n; i++) cg_define(cg, vals[i], phis[i].regs, nregs_of(cg, vals[i]));
 }
 
 static IrVal *opnd_list(Cg *cg, IrOp *op, uint32_t from)
@@ -1103,8 +1217,8 @@ void cg_lower_FOR(Cg *cg, uint32_t opid, IrOp *op)
     LLVMPositionBuilderAtEnd(cg->b, head);
     LLVMValueRef iv = LLVMBuildPhi(cg->b, LLVMTypeOf(lb), "iv");
     LLVMAddIncoming(iv, &lb, &pre, 1);
-    LLVMValueRef **phis = make_phis(cg, args, nc);
-    for (uint32_t i = 0; i < nc; i++) add_phi_in(cg, phis[i], args[i], &init_regs[i], &pre, 1);
+    Phis *phis = make_phis(cg, args, nc);
+    for (uint32_t i = 0; i < nc; i++) add_phi_in(cg, &phis[i], args[i], &init_regs[i], &pre, 1);
     /* the loop runs while iv < ub for a positive step, iv > ub for a negative one */
     bool sg = dt_is_signed(it);
     LLVMValueRef zero = LLVMConstInt(LLVMTypeOf(lb), 0, 0);
@@ -1138,7 +1252,7 @@ void cg_lower_FOR(Cg *cg, uint32_t opid, IrOp *op)
     LLVMValueRef next = LLVMBuildExtractValue(cg->b, ov, 0, "iv.next");
     LLVMValueRef wrapped = LLVMBuildExtractValue(cg->b, ov, 1, "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
-    for (uint32_t i = 0; i < nc; i++) add_phi_in(cg, phis[i], args[i], &yregs[i], &latch, 1);
+    for (uint32_t i = 0; i < nc; i++) add_phi_in(cg, &phis[i], args[i], &yregs[i], &latch, 1);
     LLVMAddIncoming(iv, &next, &latch, 1);
     LLVMBuildCondBr(cg->b, wrapped, exit, head);
 
@@ -1146,11 +1260,11 @@ void cg_lower_FOR(Cg *cg, uint32_t opid, IrOp *op)
     LLVMPositionBuilderAtEnd(cg->b, exit);
     IrVal *res = ARENA_ARRAY(cg->scratch, IrVal, nc ? nc : 1);
     for (uint32_t i = 0; i < nc; i++) res[i] = ir_res(op, i);
-    LLVMValueRef **rphis = make_phis(cg, res, nc);
+    Phis *rphis = make_phis(cg, res, nc);
     for (uint32_t i = 0; i < nc; i++) {
-        LLVMValueRef *in[2] = {phis[i], yregs[i]};
+        LLVMValueRef *in[2] = {phis[i].regs, yregs[i]};
         LLVMBasicBlockRef from[2] = {head, latch};
-        add_phi_in(cg, rphis[i], res[i], in, from, 2);
+        add_phi_in(cg, &rphis[i], res[i], in, from, 2);
     }
     define_from_phis(cg, res, rphis, nc);
 }
@@ -1226,10 +1340,10 @@ void cg_lower_IF(Cg *cg, uint32_t opid, IrOp *op)
         LLVMBuildBr(cg->b, join);
     }
     LLVMPositionBuilderAtEnd(cg->b, join);
-    LLVMValueRef **phis = make_phis(cg, res, nr);
+    Phis *phis = make_phis(cg, res, nr);
     for (uint32_t i = 0; i < nr; i++) {
         LLVMValueRef *in[2] = {vals[0][i], vals[1][i]};
-        add_phi_in(cg, phis[i], res[i], in, from, 2);
+        add_phi_in(cg, &phis[i], res[i], in, from, 2);
     }
     define_from_phis(cg, res, phis, nr);
 }
@@ -1246,8 +1360,8 @@ void cg_lower_WHILE(Cg *cg, uint32_t opid, IrOp *op)
     LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "while.exit");
     LLVMBasicBlockRef pre = loop_enter(cg, opid, head);
     LLVMPositionBuilderAtEnd(cg->b, head);
-    LLVMValueRef **phis = make_phis(cg, before->args, nc);
-    for (uint32_t i = 0; i < nc; i++) add_phi_in(cg, phis[i], before->args[i], &init_regs[i], &pre, 1);
+    Phis *phis = make_phis(cg, before->args, nc);
+    for (uint32_t i = 0; i < nc; i++) add_phi_in(cg, &phis[i], before->args[i], &init_regs[i], &pre, 1);
     define_from_phis(cg, before->args, phis, nc);
     uint32_t term = lower_block(cg, op->region[0]);
     if (term == UINT32_MAX) {

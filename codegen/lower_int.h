@@ -178,6 +178,7 @@ LLVMValueRef cg_owner_pred(Cg *cg, const Layout *L);
  * as type st; to_f32 widens the value first.  No barrier. */
 void cg_smem_store_unique(Cg *cg, IrVal x, LLVMValueRef base, LLVMTypeRef st, uint32_t elem_off, bool to_f32);
 LLVMValueRef cg_cast(Cg *cg, LLVMValueRef x, DType from, bool from_ptr, DType to, bool to_ptr);
+bool cg_cast_f8_pair(Cg *cg, LLVMValueRef x0, LLVMValueRef x1, DType from, DType to, LLVMValueRef out[2]);
 /* Stores each element of tile x this thread uniquely owns into a buffer laid
  * out by S (element e at byte base + layout_shared_offset(S, e) * ebytes),
  * layout_shared_max_vec(L, S) elements per st.shared (16 bytes where the

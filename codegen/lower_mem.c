@@ -415,26 +415,49 @@ static void access_load(Cg *cg, Access *A, LLVMValueRef *other, LLVMValueRef *ou
     LLVMPositionBuilderAtEnd(cg->b, fast);
     LLVMValueRef *fv = ARENA_ARRAY(cg->scratch, LLVMValueRef, A->n);
     LLVMTypeRef vt = LLVMVectorType(wtype(cg, wbits), nw);
+    /* Elements narrower than 32 bits meet at ld.end as the words they were loaded in:
+     * NVPTX has no 8-bit registers, so a phi per fp8 or i8 element took a 32-bit
+     * register each, and the FP8 decode kernel's [64, 128] K and V tiles spilled. */
+    bool by_words = esize == 1 && A->g > 1;
+    uint32_t ngroups = A->n / A->g;
+    LLVMValueRef *fw = ARENA_ARRAY(cg->scratch, LLVMValueRef, (size_t)ngroups * nw);
+    LLVMValueRef *sw = ARENA_ARRAY(cg->scratch, LLVMValueRef, (size_t)ngroups * nw);
     for (uint32_t r0 = 0; r0 < A->n; r0 += A->g) {
         LLVMValueRef v = LLVMBuildLoad2(cg->b, vt, A->fptr ? A->fptr[r0] : A->ptr[r0], "");
         LLVMSetAlignment(v, A->g * (unsigned)esize);
-        LLVMValueRef w[4];
+        LLVMValueRef *w = &fw[(r0 / A->g) * nw];
         for (uint32_t i = 0; i < nw; i++) w[i] = LLVMBuildExtractElement(cg->b, v, k32(cg, i), "");
-        LLVMValueRef *e = words_to_elems(cg, w, nw, wbits, st, A->g);
-        memcpy(&fv[r0], e, A->g * sizeof *e);
+        if (!by_words) {
+            LLVMValueRef *e = words_to_elems(cg, w, nw, wbits, st, A->g);
+            memcpy(&fv[r0], e, A->g * sizeof *e);
+        }
     }
     LLVMBasicBlockRef fast_end = LLVMGetInsertBlock(cg->b);
     LLVMBuildBr(cg->b, join);
     LLVMPositionBuilderAtEnd(cg->b, slow);
     LLVMValueRef *sv = ARENA_ARRAY(cg->scratch, LLVMValueRef, A->n);
     access_load_general(cg, A, other, sv);
+    if (by_words)
+        for (uint32_t r0 = 0; r0 < A->n; r0 += A->g)
+            memcpy(&sw[(r0 / A->g) * nw], elems_to_words(cg, &sv[r0], A->g, st, nw, wbits), nw * sizeof *sw);
     LLVMBasicBlockRef slow_end = LLVMGetInsertBlock(cg->b);
     LLVMBuildBr(cg->b, join);
     LLVMPositionBuilderAtEnd(cg->b, join);
+    LLVMBasicBlockRef bb[2] = {fast_end, slow_end};
+    if (by_words) {
+        LLVMValueRef *jw = ARENA_ARRAY(cg->scratch, LLVMValueRef, (size_t)ngroups * nw);
+        for (uint32_t i = 0; i < ngroups * nw; i++) { /* the phis first: they lead the block */
+            jw[i] = LLVMBuildPhi(cg->b, wtype(cg, wbits), "");
+            LLVMValueRef in[2] = {fw[i], sw[i]};
+            LLVMAddIncoming(jw[i], in, bb, 2);
+        }
+        for (uint32_t r0 = 0; r0 < A->n; r0 += A->g)
+            memcpy(&out[r0], words_to_elems(cg, &jw[(r0 / A->g) * nw], nw, wbits, st, A->g), A->g * sizeof *out);
+        return;
+    }
     for (uint32_t r = 0; r < A->n; r++) {
         LLVMValueRef phi = LLVMBuildPhi(cg->b, st, "");
         LLVMValueRef in[2] = {fv[r], sv[r]};
-        LLVMBasicBlockRef bb[2] = {fast_end, slow_end};
         LLVMAddIncoming(phi, in, bb, 2);
         out[r] = phi;
     }
