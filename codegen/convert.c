@@ -522,13 +522,26 @@ LLVMValueRef cg_cast(Cg *cg, LLVMValueRef x, DType from, bool from_ptr, DType to
             const char *cons = w == 16 ? "=h,h" : w == 32 ? "=r,r" : "=l,l";
             x = cg_inline_asm(cg, LLVMTypeOf(x), text, cons, &x, 1, false);
         }
-        /* to f16 through f32, which is exact: below 2^24 the f32 is the integer and f16 rounds
-         * once; at or above it both ways give inf.  ptxas 13.0 fuses a sign-extended byte
-         * (bfe.s32 / cvt.s32.s8) into cvt.rn.f16.u32 as I2F.F16.S8, a signed conversion: -4 as
-         * u32 as f16 came out -4, not inf, once the byte came from a 32-bit load word
-         * (tests/gpu/uitofp_sext.tile); I2FP.F32.U32 it leaves alone. */
-        if (to == DT_F16 && dt_bits[from] >= 16)
-            return LLVMBuildFPTrunc(b, LLVMBuildUIToFP(b, x, cg->f32, ""), tt, "");
+        /* u16 and u32 as hi * 2^(w/2) + lo, the halves zero-extended, summed in f64 (exact:
+         * below 2^53) and rounded once to the target.  ptxas 13.0 fuses a sign-extended byte
+         * (bfe.s32 / cvt.s32.s8) into cvt.rn.{f16,f32}.u32 as I2F.F16.S8 / I2F.S8, a signed
+         * conversion: -4 as u32 as f16 came out -4, not inf, once the byte came from a 32-bit
+         * load word (tests/gpu/uitofp_sext.tile); masked halves leave it nothing to fuse. */
+        unsigned w = dt_bits[from];
+        if (w == 16 || w == 32) {
+            LLVMTypeRef it = LLVMTypeOf(x);
+            LLVMValueRef lo = LLVMBuildAnd(b, x, LLVMConstInt(it, (1ull << (w / 2)) - 1, 0), "");
+            LLVMValueRef hi = LLVMBuildLShr(b, x, LLVMConstInt(it, w / 2, 0), "");
+            /* the halves behind asm copies too, or LLVM folds the sum back into one uitofp */
+            const char *text = w == 16 ? "mov.b16 $0, $1;" : "mov.b32 $0, $1;";
+            const char *cons = w == 16 ? "=h,h" : "=r,r";
+            lo = cg_inline_asm(cg, it, text, cons, &lo, 1, false);
+            hi = cg_inline_asm(cg, it, text, cons, &hi, 1, false);
+            LLVMValueRef f = LLVMBuildFAdd(b, LLVMBuildFMul(b, LLVMBuildUIToFP(b, hi, cg->f64, ""),
+                                                             LLVMConstReal(cg->f64, (double)(1ull << (w / 2))), ""),
+                                           LLVMBuildUIToFP(b, lo, cg->f64, ""), "");
+            return tt == cg->f64 ? f : LLVMBuildFPTrunc(b, f, tt, "");
+        }
         return LLVMBuildUIToFP(b, x, tt, "");
     }
     if (ff && !tf) {
