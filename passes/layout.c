@@ -14,6 +14,10 @@
  *      row and warp), and the values its addresses and masks are made of are
  *      asked, backwards, for the layouts that make every step to it a register
  *      renaming (sliced, broadcast bits and replicated registers dropped).
+ *      A request crosses control flow: an IF's result asks what each branch
+ *      yields, and a FOR's carried value (the argument) asks its init and what
+ *      the body yields back, the argument keeping the layout through step 3
+ *      (decode reads the block table an iteration ahead, into a carried tile).
  *      A request overrides what steps 1-2 give that value; without it the row
  *      indices would be computed in the default 1-d layout and moved through
  *      shared memory (with barriers) into the threads that use them.
@@ -159,6 +163,7 @@ static bool seed_args(LayoutState *s, const IrVal *args, const IrVal *from, uint
         const Layout *L = get(s, from[i]);
         if (!L) continue;
         if (only_free && !s->loose[args[i]]) continue;
+        if (s->hint[args[i]]) continue; /* a gather asked for its layout (step 0) */
         uint32_t li = intern(s->f, L);
         if (s->f->val_layout[args[i]] != li) {
             s->f->val_layout[args[i]] = li;
@@ -191,6 +196,11 @@ static void assign_loop(LayoutState *s, IrOp *op, const IrVal *args, const IrVal
         f->val_layout[args[i]] = f->val_layout[inits[i]];
         s->parent[args[i]] = s->parent[inits[i]];
         s->loose[args[i]] = s->loose[inits[i]];
+        if (s->hint[args[i]]) { /* asked for by a gather (step 0) */
+            f->val_layout[args[i]] = s->hint[args[i]];
+            s->parent[args[i]] = 0;
+            s->loose[args[i]] = 0;
+        }
     }
     IrBlk first = op->region[0], last = op->opc == IR_WHILE ? op->region[1] : op->region[0];
     for (int round = 0; round < 4; round++) {
@@ -431,8 +441,31 @@ static void ask(LayoutState *s, IrVal v, const Layout *L, int depth)
     IrType t = ir_vty(f, v);
     if (!shape_matches(L, t)) return;
     uint32_t d = ir_def(f, v);
-    if (d == UINT32_MAX) return; /* a region argument: its layout is the loop's */
+    if (d == UINT32_MAX) {
+        /* a FOR's carried value: the argument, its init and what the body yields back */
+        IrBlock *B = ir_blk(f, f->vals[v].def);
+        uint32_t i = f->vals[v].idx;
+        if (B->parent_op == UINT32_MAX || i == 0) return;
+        IrOp *lp = ir_op(f, B->parent_op);
+        if (lp->opc != IR_FOR || lp->region[0] != f->vals[v].def || i > lp->nres) return;
+        s->hint[v] = intern(f, L);
+        ask(s, ir_opnd(f, lp, 3 + (i - 1)), L, depth + 1);
+        IrOp *y = ir_op(f, B->ops[B->nops - 1]);
+        if (i - 1 < y->nopnd) ask(s, ir_opnd(f, y, i - 1), L, depth + 1);
+        return;
+    }
     IrOp *op = ir_op(f, d);
+    if (op->opc == IR_IF) {
+        /* an IF's result: what each branch yields */
+        uint32_t i = v - op->res;
+        s->hint[v] = intern(f, L);
+        for (int r = 0; r < 2; r++) {
+            IrBlock *B = ir_blk(f, op->region[r]);
+            IrOp *y = ir_op(f, B->ops[B->nops - 1]);
+            if (i < y->nopnd) ask(s, ir_opnd(f, y, i), L, depth + 1);
+        }
+        return;
+    }
     bool elem = (ir_opinfo[op->opc].flags & IR_ELEM) || op->opc == IR_LOAD;
     if (!elem && op->opc != IR_BROADCAST && op->opc != IR_EXPAND_DIMS) return;
     s->hint[v] = intern(f, L);
