@@ -34,7 +34,8 @@
  *                 counts whole boxes, out-of-bounds zeros included), then one
  *                 cp.async.bulk.tensor.Nd per column strip (and 256-row chunk),
  *                 completing on the stage's barrier; N is the view's rank, the
- *                 box spanning its last two dims (extent 1 along the others).
+ *                 box spanning its last dim and, gap dims before the one before it,
+ *                 the tile's rows (extent 1 along the others: ir_async_block).
  *    ASYNC_WAIT   every thread spins on mbarrier.try_wait.parity.
  *    SMEM_READ    ld.shared of the stage into the result's registers (16-byte
  *                 vectors where the layouts allow); a DOT reads the stage itself
@@ -327,15 +328,18 @@ static bool plan_buffer(Cg *cg, uint32_t id, const uint32_t *pos, const uint32_t
 }
 
 /* The descriptor a TMA store (or load) of view through a staging layout S of R rows needs. */
-static void plan_desc(Cg *cg, IrVal view, const SharedLayout *S, uint32_t R, bool optional, CgTmaDesc *t)
+static void plan_desc(Cg *cg, IrVal view, const SharedLayout *S, uint32_t R, uint32_t gap, bool optional,
+                      CgTmaDesc *t)
 {
     uint32_t span = 16u << S->swizzle;
     memset(t, 0, sizeof *t);
     t->param = cg->f->vals[view].idx;
     t->rank = (uint8_t)ir_vty(cg->f, view).rank;
     t->box[0] = span / S->ebytes;
-    t->box[1] = R < 256 ? R : 256; /* a power of two: more rows are whole boxes of 256 */
-    for (uint32_t d = 2; d < t->rank; d++) t->box[d] = 1; /* a view of higher rank: one row of tiles */
+    /* a view of higher rank: one row of tiles, the rows along TMA dim 1 + gap (view dim
+     * rank - 2 - gap), extent 1 along every other */
+    for (uint32_t d = 1; d < t->rank; d++) t->box[d] = 1;
+    t->box[1 + gap] = R < 256 ? R : 256; /* a power of two: more rows are whole boxes of 256 */
     t->swizzle = (uint8_t)S->swizzle; /* LayoutSwizzle and CgTmaSwizzle count alike */
     t->optional = optional;
 }
@@ -359,7 +363,7 @@ static bool plan_load(Cg *cg, IrOp *op, bool optional, CgTmaDesc *t)
                    ir_vty(f, view));
         return false;
     }
-    plan_desc(cg, view, &b->S, (uint32_t)b->tile.dims[0], optional, t);
+    plan_desc(cg, view, &b->S, (uint32_t)b->tile.dims[0], (uint32_t)op->attr.i, optional, t);
     return true;
 }
 
@@ -544,7 +548,7 @@ bool cg_async_plan(Cg *cg)
             !store_plan(cg, op, &sp))
             continue;
         CgTmaDesc t;
-        plan_desc(cg, view, &sp.S, sp.R, opt[f->vals[view].idx], &t);
+        plan_desc(cg, view, &sp.S, sp.R, 0, opt[f->vals[view].idx], &t);
         cg->async_idx[i] = add_desc(cg, &t, true);
         if (cg->async_idx[i] == UINT32_MAX) tma_ok[f->vals[view].idx] = 0; /* no room: plain stores */
     }
@@ -679,12 +683,13 @@ void cg_lower_ASYNC_LOAD(Cg *cg, uint32_t opid, IrOp *op)
     IrFunc *f = cg->f;
     const CgBuf *b = buf_of(cg, ir_opnd(f, op, 1));
     const CgTmaDesc *t = &cg->tma[cg->async_idx[opid]];
-    /* offsets 3 .. 3 + rank - 1; the tile spans the last two (the box is 1 along the others) */
-    uint32_t rank = t->rank;
-    LLVMValueRef stage = as_i32(cg, ir_opnd(f, op, 2)), row0 = as_i32(cg, ir_opnd(f, op, 1 + rank));
-    LLVMValueRef col0 = as_i32(cg, ir_opnd(f, op, 2 + rank));
-    LLVMValueRef outer[3] = {NULL, NULL, NULL}; /* coordinates 2.. (innermost first): view dims rank-3 .. 0 */
-    for (uint32_t c = 2; c < rank; c++) outer[c - 2] = as_i32(cg, ir_opnd(f, op, 3 + (rank - 1 - c)));
+    /* offsets 3 .. 3 + rank - 1; TMA coordinate c (innermost first) is view dim rank - 1 - c.  The
+     * tile's columns run along coordinate 0, its rows along coordinate 1 + gap (the box is 1
+     * along the others) */
+    uint32_t rank = t->rank, rc = 1 + (uint32_t)op->attr.i;
+    LLVMValueRef stage = as_i32(cg, ir_opnd(f, op, 2));
+    LLVMValueRef coord[5] = {NULL, NULL, NULL, NULL, NULL};
+    for (uint32_t c = 0; c < rank; c++) coord[c] = as_i32(cg, ir_opnd(f, op, 3 + (rank - 1 - c)));
     LLVMValueRef dst = LLVMBuildAdd(cg->b, cg->bufs_base32, stage_off(cg, b, ir_opnd(f, op, 2)), "");
     LLVMValueRef bar = bar32(cg, b, stage);
     LLVMValueRef desc = LLVMBuildPtrToInt(cg->b, cg->tma_param[cg->async_idx[opid]], cg->i64, "");
@@ -705,12 +710,13 @@ void cg_lower_ASYNC_LOAD(Cg *cg, uint32_t opid, IrOp *op)
              rank, coords.s ? coords.s : "", 2 + rank);
     sb_free(&coords);
     snprintf(cons, sizeof cons, "r,l%s,r,~{memory}", rank == 5 ? ",r,r,r,r,r" : rank == 4 ? ",r,r,r,r" : rank == 3 ? ",r,r,r" : ",r,r");
+    uint32_t rows_box = t->box[rc];
     for (uint32_t s = 0; s < C * eb / span; s++)
-        for (uint32_t q = 0; q < R / t->box[1]; q++) {
-            LLVMValueRef a[8] = {LLVMBuildAdd(cg->b, dst, k32(cg, s * R * span + q * t->box[1] * span), ""), desc,
-                                 LLVMBuildAdd(cg->b, col0, k32(cg, s * t->box[0]), ""),
-                                 LLVMBuildAdd(cg->b, row0, k32(cg, q * t->box[1]), "")};
-            for (uint32_t c = 2; c < rank; c++) a[2 + c] = outer[c - 2];
+        for (uint32_t q = 0; q < R / rows_box; q++) {
+            LLVMValueRef a[8] = {LLVMBuildAdd(cg->b, dst, k32(cg, s * R * span + q * rows_box * span), ""), desc};
+            for (uint32_t c = 0; c < rank; c++) a[2 + c] = coord[c];
+            a[2] = LLVMBuildAdd(cg->b, coord[0], k32(cg, s * t->box[0]), "");
+            a[2 + rc] = LLVMBuildAdd(cg->b, coord[rc], k32(cg, q * rows_box), "");
             a[2 + rank] = bar;
             asm_call(cg, text, cons, a, 3 + rank);
         }

@@ -1036,11 +1036,8 @@ static bool exec_ASYNC_LOAD(Interp *in, const IrOp *op)
     int64_t s;
     if (!stage_arg(in, op, 1, 2, &s)) return false;
     IrType tile = ir_ty_smem_tile(vty(in, ir_opnd(in->f, op, 1)));
-    /* a tile of lower rank than the view is the block [1, ..., 1, dims...] (ops.def) */
-    IrType block = tile;
-    int vr = vty(in, ir_opnd(in->f, op, 0)).rank, lead = vr - tile.rank;
-    block.rank = (uint8_t)vr;
-    for (int d = vr - 1; d >= 0; d--) block.dims[d] = d >= lead ? tile.dims[d - lead] : 1;
+    /* a tile of lower rank than the view is a box of it, extents 1 elsewhere (ops.def) */
+    IrType block = ir_async_block(tile, vty(in, ir_opnd(in->f, op, 0)).rank, op->attr.i);
     if (!block_read(in, op, 3, block, NULL, buf->e + s * ir_ty_numel(tile))) return false;
     buf->stage[s].loads++;
     buf->stage[s].written = false;

@@ -98,6 +98,20 @@ IrType ir_ty_smem_tile(IrType s)
     return ir_ty_tile((DType)s.dt, false, s.rank - 1, s.dims + 1);
 }
 
+IrType ir_async_block(IrType tile, int view_rank, int64_t gap)
+{
+    IrType block = tile;
+    block.rank = (uint8_t)view_rank;
+    int lead = view_rank - tile.rank;
+    for (int d = view_rank - 1; d >= 0; d--) block.dims[d] = d >= lead ? tile.dims[d - lead] : 1;
+    if (gap > 0 && tile.rank == 2 && gap <= view_rank - 2) {
+        for (int d = 0; d < view_rank; d++) block.dims[d] = 1;
+        block.dims[view_rank - 1] = tile.dims[1];
+        block.dims[view_rank - 2 - gap] = tile.dims[0];
+    }
+    return block;
+}
+
 IrType ir_ty_with_dt(IrType t, DType dt, bool isptr)
 {
     t.dt = (uint8_t)dt;

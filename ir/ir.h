@@ -67,6 +67,11 @@ IrType ir_ty_view(DType dt, int rank);
 IrType ir_ty_smem(DType dt, int stages, int tile_rank, const int32_t *tile_dims);
 /* The tile type one stage of an smem buffer holds. */
 IrType ir_ty_smem_tile(IrType smem);
+/* The block of a view of rank `view_rank` that an ASYNC_LOAD copies into a stage holding
+ * `tile` (ops.def): the tile's dims, preceded by extents 1 (gap 0), or (gap > 0, a 2-d
+ * tile) its rows along view dim view_rank - 2 - gap and its columns along the last, every
+ * other extent 1 (a page's rows of one head: load(Kc, [page, 0, h, 0], [1, P, 1, D])). */
+IrType ir_async_block(IrType tile, int view_rank, int64_t gap);
 IrType ir_ty_with_dt(IrType t, DType dt, bool isptr); /* same shape, other elements */
 bool ir_ty_eq(IrType a, IrType b);
 int64_t ir_ty_numel(IrType t);                         /* 1 for scalars */

@@ -56,6 +56,7 @@ static inline int ir_text_attrs(IrOpcode opc, IrTextAttr out[IR_TEXT_MAX_ATTRS])
         out[2] = (IrTextAttr){"warp_specialize", TA_J_FLAG, IR_FOR_WARP_SPECIALIZE};
         return 3;
     case IR_DOT: out[0] = (IrTextAttr){"pending", TA_I_NONZERO, 0}; return 1;
+    case IR_ASYNC_LOAD: out[0] = (IrTextAttr){"gap", TA_I_NONZERO, 0}; return 1;
     case IR_PRINT: out[0] = (IrTextAttr){"label", TA_STR, 0}; return 1;
     case IR_ASSERT: out[0] = (IrTextAttr){"msg", TA_STR, 0}; return 1;
     default: return 0;

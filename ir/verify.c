@@ -418,6 +418,9 @@ static bool check_op(Verifier *V, uint32_t id)
               x.rank > 2 ? " (or of 2 to that many dims: a box over the view's last dims)" : "");
         CHECK(op->nopnd == 3u + x.rank, id, "%u operands: expected the tensor, the buffer, the stage and %u offsets",
               op->nopnd, x.rank);
+        CHECK(op->attr.i >= 0 && (op->attr.i == 0 || (buf.rank == 3 && op->attr.i <= (int64_t)x.rank - 2)), id,
+              "gap %lld: expected 0, or (a 2-d tile of a view of rank %u) 1 to %d", (long long)op->attr.i, x.rank,
+              (int)x.rank - 2);
         for (uint32_t i = 2; i < op->nopnd; i++)
             CHECK(is_int_scalar(opty(V, op, i)), id, "operand %u is %s, not an integer scalar", i,
                   tystr(V, opty(V, op, i)));

@@ -40,18 +40,25 @@ void pipe_for_each_loop(IrFunc *f, void (*fn)(IrFunc *f, uint32_t loop, void *ct
 bool pipe_outside(IrFunc *f, uint32_t loop, IrVal v);
 
 /* The offset operands of block load `ld` are computed, inside the loop body,
- * only from the induction variable, values defined outside the loop, and pure
- * ops of the body: marks those ops in `slice` (indexed by op id) and returns
- * true; false when an offset depends on anything else. */
+ * only from the induction variable, values defined outside the loop, pure ops
+ * of the body and, where the loop writes no memory (no store or atomic in it),
+ * pointer loads of the body (a paged cache's block-table entry): marks those ops
+ * in `slice` (indexed by op id) and returns true; false when an offset depends
+ * on anything else. */
 bool pipe_offset_slice(IrFunc *f, uint32_t loop, uint32_t ld, uint8_t *slice);
 
 /* The 2-d tile through which the data of block load `ld` reaches its users: the
  * load's own result when the view is 2-d; for a view of higher rank whose block
- * has extent 1 along every dimension but the last two (a box over the last two
- * dims, as attention's load(K, [b, h, n0, 0], [1, 1, BN, D])), the result of
- * the load's only user, a RESHAPE in the same block to [BN, D].  IR_NONE
- * otherwise.  The stage buffer holds that 2-d tile. */
+ * has extent 1 along every dimension but the last and at most one other (a box
+ * over the last two dims, as attention's load(K, [b, h, n0, 0], [1, 1, BN, D]), or
+ * over the last and an earlier one, as a paged cache's load(Kc, [page, 0, h, 0],
+ * [1, P, 1, D])), the result of the load's only user, a RESHAPE in the same block
+ * to [rows, columns].  IR_NONE otherwise.  The stage buffer holds that 2-d tile. */
 IrVal pipe_load_tile(IrFunc *f, uint32_t ld);
+
+/* For such a load: how many unit dims lie between the tile's rows and its columns in
+ * the block (0 for a box over the last two dims): ASYNC_LOAD's gap (ops.def). */
+int pipe_load_gap(IrFunc *f, uint32_t ld);
 
 /* The loop-invariant dot operands of loop `loop` that pipeline_expand stages in
  * shared memory once, before the loop, instead of copying them there on every

@@ -155,7 +155,9 @@ static void issue_loads(Expand *e, IrBuilder *b, IrVal k0, int64_t ahead, IrVal 
         opnds[2] = stage;
         for (uint32_t d = 0; d < rank; d++) opnds[3 + d] = mapped(e, ir_opnd(f, &f->ops[e->loads[j]], 1 + d));
         tb.loc = f->ops[e->loads[j]].loc;
-        ir_build(&tb, IR_ASYNC_LOAD, opnds, 3 + rank, NULL, 0, NULL);
+        IrAttr at = {0};
+        at.i = pipe_load_gap(f, e->loads[j]);
+        ir_build(&tb, IR_ASYNC_LOAD, opnds, 3 + rank, NULL, 0, &at);
     }
     tb.loc = b->loc;
     yield(&tb, NULL, 0);

@@ -6,8 +6,8 @@
  *        - read a tensor of rank 2 to 5 that is a kernel parameter (the runtime
  *          describes it to the TMA unit: one CUtensorMap per parameter), in a
  *          2-d block: the whole tile, or (rank > 2) a block of extent 1 along
- *          every dim but the last two whose only user is a reshape to the 2-d
- *          tile (pipe_load_tile): a TMA box over the last two dims,
+ *          every dim but the last and one other, whose only user is a reshape
+ *          to the 2-d tile (pipe_load_tile): a TMA box over those two dims,
  *        - have no `other` (TMA fills out-of-bounds elements with zeros, which is
  *          what a block load without `other` reads),
  *        - have a tile whose rows hold at least 16 bytes and at most 256 rows
@@ -15,10 +15,12 @@
  *        - (the 2-d tile) are used only as operands a or b of dots in the body
  *          (any number of them: attention's K and V feed two), directly or
  *          through a transpose in the body (the tensor cores then read the
- *          shared-memory stage in place),
+ *          shared-memory stage in place) and at most one cast to a 2-byte type
+ *          (an FP8 cache widened: the stage is read into registers),
  *        - have offsets computed from the induction variable and loop
- *          invariants only (pipe_offset_slice), so they can be computed S - 1
- *          iterations early;
+ *          invariants only, or also from pointer loads where the loop writes no
+ *          memory (a paged cache's block-table entry; pipe_offset_slice), so they
+ *          can be computed S - 1 iterations early;
  *      and the loop's step is a positive constant.  The offsets may depend on
  *      the induction variable in any dimension.
  *   2. Stages S: the `pipeline(S)` hint, or PIPE_AUTO_STAGES without one; then
@@ -43,8 +45,11 @@
 #include "../ir/layout.h"
 
 /* Whether every use of v is operand 0 or 1 of a DOT in block `body`, directly
- * or through a TRANS in `body` whose uses are such. */
-static bool feeds_dots_only(IrFunc *f, IrBlk body, IrVal v, int depth)
+ * or through a TRANS and (2-byte results: an FP8 cache's keys widened to bf16) a
+ * CAST in `body`, each at most once on the way, whose uses are such.  Through a
+ * cast the tile reaches its dots through registers (the stage is read with
+ * ld.shared and widened); the stage still takes the load off the critical path. */
+static bool feeds_dots_only(IrFunc *f, IrBlk body, IrVal v, bool trans_ok, bool cast_ok)
 {
     bool used = false;
     for (uint32_t i = 0; i < f->nops; i++) {
@@ -55,7 +60,10 @@ static bool feeds_dots_only(IrFunc *f, IrBlk body, IrVal v, int depth)
             used = true;
             if (op->parent != body) return false;
             if (op->opc == IR_DOT && k < 2) continue;
-            if (op->opc == IR_TRANS && depth == 0 && feeds_dots_only(f, body, ir_res(op, 0), 1)) continue;
+            if (op->opc == IR_TRANS && trans_ok && feeds_dots_only(f, body, ir_res(op, 0), false, cast_ok)) continue;
+            if (op->opc == IR_CAST && cast_ok && dt_bytes((DType)ir_vty(f, ir_res(op, 0)).dt) == 2 &&
+                feeds_dots_only(f, body, ir_res(op, 0), trans_ok, false))
+                continue;
             return false;
         }
     }
@@ -86,12 +94,12 @@ static const char *not_candidate(IrFunc *f, uint32_t loop, uint32_t id, uint8_t 
     if (!is_param(f, view)) return "the tensor is not a kernel parameter (TMA describes those only)";
     if (vt.rank < 2 || vt.rank > 5) return "the tensor is not of rank 2 to 5";
     IrVal tile = pipe_load_tile(f, id);
-    if (!tile) return "the block is not a 2-d tile (unit extent along all but the last two dims, then a reshape)";
+    if (!tile) return "the block is not a 2-d tile (unit extent along all but the last and one other dim, then a reshape)";
     IrType t = ir_vty(f, tile);
     if (dt_bytes((DType)t.dt) > 2) return "the elements are wider than 2 bytes";
     if (t.dims[0] > 256) return "the tile has more than 256 rows";
     if (layout_swizzle_for(t, 1) < 0) return "the tile's rows hold less than 16 bytes";
-    if (!feeds_dots_only(f, op->parent, tile, 0)) return "the tile has a use other than a dot operand";
+    if (!feeds_dots_only(f, op->parent, tile, true, true)) return "the tile has a use other than a dot operand";
     if (!pipe_offset_slice(f, loop, id, slice)) return "an offset depends on a value computed in the loop";
     return NULL;
 }
@@ -182,7 +190,7 @@ static void assign(IrFunc *f, uint32_t loop, void *vb)
     if (!ncand)
         diag_remark(d, DIAG_REMARK_pipeline, at,
                     "loop not pipelined: no block load in its body reads a tensor parameter (a box over its last "
-                    "two dims) without 'other', in a 1- or 2-byte type, only for dots, at offsets from the "
+                    "dim and one other) without 'other', in a 1- or 2-byte type, only for dots, at offsets from the "
                     "induction variable");
     if (ncand) {
         int64_t stages = hint ? hint : PIPE_AUTO_STAGES;

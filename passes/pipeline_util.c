@@ -51,7 +51,27 @@ bool pipe_outside(IrFunc *f, uint32_t loop, IrVal v)
     return !block_within(f, home, f->ops[loop].region[0]);
 }
 
-static bool slice_val(IrFunc *f, uint32_t loop, IrVal v, uint8_t *slice, int depth)
+/* Whether block b (or a block nested in it) writes global memory. */
+static bool writes_memory(IrFunc *f, IrBlk b)
+{
+    const IrBlock *blk = &f->blocks[b];
+    for (uint32_t i = 0; i < blk->nops; i++) {
+        const IrOp *op = &f->ops[blk->ops[i]];
+        switch ((IrOpcode)op->opc) {
+        case IR_STORE: case IR_BLOCK_STORE: case IR_ATOMIC_ADD: case IR_ATOMIC_MAX: case IR_ATOMIC_MIN:
+        case IR_ATOMIC_CAS:
+            return true;
+        default: break;
+        }
+        for (uint32_t r = 0; r < op->nregion; r++)
+            if (writes_memory(f, op->region[r])) return true;
+    }
+    return false;
+}
+
+/* reads: pointer loads may be in the slice (the loop writes no memory, so reading S - 1
+ * iterations early reads the same values) */
+static bool slice_val(IrFunc *f, uint32_t loop, IrVal v, uint8_t *slice, bool reads, int depth)
 {
     IrBlk body = f->ops[loop].region[0];
     if (pipe_outside(f, loop, v)) return true;
@@ -59,12 +79,12 @@ static bool slice_val(IrFunc *f, uint32_t loop, IrVal v, uint8_t *slice, int dep
     if (val->is_arg) return val->def == body && val->idx == 0; /* the induction variable only */
     uint32_t d = val->def;
     const IrOp *op = &f->ops[d];
-    if (op->parent != body || !(ir_opinfo[op->opc].flags & IR_PURE) || op->nregion || op->opc == IR_DOT)
-        return false;
+    bool ok = (ir_opinfo[op->opc].flags & IR_PURE) || (reads && op->opc == IR_LOAD);
+    if (op->parent != body || !ok || op->nregion || op->opc == IR_DOT) return false;
     if (slice[d]) return true;
     if (depth > 64) return false;
     for (uint32_t k = 0; k < op->nopnd; k++)
-        if (!slice_val(f, loop, ir_opnd(f, op, k), slice, depth + 1)) return false;
+        if (!slice_val(f, loop, ir_opnd(f, op, k), slice, reads, depth + 1)) return false;
     slice[d] = 1;
     return true;
 }
@@ -73,9 +93,30 @@ bool pipe_offset_slice(IrFunc *f, uint32_t loop, uint32_t ld, uint8_t *slice)
 {
     const IrOp *op = &f->ops[ld];
     uint32_t rank = ir_vty(f, ir_opnd(f, op, 0)).rank;
+    bool reads = !writes_memory(f, f->ops[loop].region[0]);
     for (uint32_t k = 1; k <= rank; k++)
-        if (!slice_val(f, loop, ir_opnd(f, op, k), slice, 0)) return false;
+        if (!slice_val(f, loop, ir_opnd(f, op, k), slice, reads, 0)) return false;
     return true;
+}
+
+/* The dim of block load ld's block that becomes the 2-d tile's rows: the one dim before the
+ * last whose extent is not 1 (the one before the last where all are 1); -1 where several are. */
+static int row_dim(IrType t)
+{
+    int row = -1;
+    for (int d = 0; d + 1 < t.rank; d++)
+        if (t.dims[d] != 1) {
+            if (row >= 0) return -1;
+            row = d;
+        }
+    return row >= 0 ? row : t.rank - 2;
+}
+
+int pipe_load_gap(IrFunc *f, uint32_t ld)
+{
+    IrType t = ir_vty(f, ir_res(&f->ops[ld], 0));
+    int row = t.rank > 2 ? row_dim(t) : -1;
+    return row >= 0 ? t.rank - 2 - row : 0;
 }
 
 IrVal pipe_load_tile(IrFunc *f, uint32_t ld)
@@ -85,8 +126,8 @@ IrVal pipe_load_tile(IrFunc *f, uint32_t ld)
     IrType t = ir_vty(f, res);
     if (t.rank < 2) return IR_NONE;
     if (t.rank == 2) return res;
-    for (int d = 0; d + 2 < t.rank; d++)
-        if (t.dims[d] != 1) return IR_NONE;
+    int row = row_dim(t);
+    if (row < 0) return IR_NONE;
     uint32_t user = UINT32_MAX;
     for (uint32_t i = 0; i < f->nops; i++) {
         const IrOp *u = &f->ops[i];
@@ -100,7 +141,7 @@ IrVal pipe_load_tile(IrFunc *f, uint32_t ld)
     if (user == UINT32_MAX || f->ops[user].opc != IR_RESHAPE || f->ops[user].parent != op->parent) return IR_NONE;
     IrVal r2 = ir_res(&f->ops[user], 0);
     IrType t2 = ir_vty(f, r2);
-    if (t2.rank != 2 || t2.dims[0] != t.dims[t.rank - 2] || t2.dims[1] != t.dims[t.rank - 1]) return IR_NONE;
+    if (t2.rank != 2 || t2.dims[0] != t.dims[row] || t2.dims[1] != t.dims[t.rank - 1]) return IR_NONE;
     return r2;
 }
 
