@@ -302,7 +302,7 @@ def flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seq
 
 # ---- decoding against a paged KV cache (stdlib/decode.tile) --------------------------------------
 
-DECODE_BM = 64     # paged_attn_decode's rows a program (its default)
+DECODE_BM = 16     # paged_attn_decode's rows a program (its default)
 
 
 def decode_splits(b, sq, hq, hkv, d, page, max_pages, sms=132):
