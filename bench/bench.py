@@ -16,6 +16,7 @@ achieved TB/s (memory-bound kernels: bytes read + written) or TFLOP/s, and
 tilec / baseline speed (baseline time / tilec time: > 1 means tilec is faster).
 Correctness is checked against the baseline's output before timing.
 
+--only moe-gemm (issue 12): the bf16 grouped GEMMs against torch._grouped_mm.
 --only moe (issue 12): the MoE permute, gather, SwiGLU and combine kernels as % of the copy
 bandwidth measured in the same run, and routing + align at T = 16, E = 256 against torch (eager, graph);
 then the FP8 block-scaled grouped GEMMs (contiguous and masked) in TFLOP/s beside DeepGEMM's
@@ -24,6 +25,7 @@ published figures (--only moe-fp8: those alone).
 --only attention (issue 10): flash_attn_fwd against SDPA's cuDNN and FLASH_ATTENTION backends,
 MHA and GQA (enable_gqa), causal and not, D 64 and 128, S 1024 to 16384.
 
+--only attention-varlen (issue 10): flash_attn_varlen_fwd against SDPA cuDNN on the batch.
 --only attention-fp8 (issue 10): flash_attn_fwd_fp8 against tilec's bf16 flash_attn_fwd.
 
 --only decode (issue 11): paged_attn_decode + combine on a paged bf16 cache (D 128, Hq 32, Hkv 8,
@@ -479,6 +481,57 @@ def bench_attention(b, root):
                      lambda: sdpa(be), work, "TFLOP/s", ok)
 
 
+def bench_attention_varlen(b, root):
+    """flash_attn_varlen_fwd (packed sequences, [total, H, D]) against SDPA cuDNN on the same
+    sequences as a [B, H, S, D] batch (issue 10): B * S = 65536 tokens, Hq = 16, D = 128, causal
+    and not, all sequences of length S (SDPA's case), and a ragged batch (lengths S/2 .. 3S/2, SDPA
+    padded to the longest) where tilec's time is compared with SDPA on the padded batch.  TFLOP/s
+    over the unpadded work."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+    src = os.path.join(root, "stdlib/attention.tile")
+    k128 = b.compile(src, "flash_attn_varlen_fwd", {"T": "bf16", "D": 128})
+    h, d = 16, 128
+    for s in (1024, 4096):
+        for ragged in (False, True):
+            bsz = 65536 // s
+            g = torch.Generator(device="cpu").manual_seed(s)
+            lens = (torch.randint(s // 2, 3 * s // 2 + 1, [bsz], generator=g) if ragged else
+                    torch.full([bsz], s)).tolist()
+            cu = torch.tensor([0] + lens).cumsum(0).to(torch.int32).cuda()
+            tot, smax = sum(lens), max(lens)
+            for causal in (0, 1):
+                q, k, v = (rand([tot, h, d], torch.bfloat16) for _ in range(3))
+                o = torch.full([tot, h, d], float("nan"), device="cuda", dtype=torch.bfloat16)
+                scale = d ** -0.5
+                args = [tensor_arg(q), tensor_arg(k), tensor_arg(v), tensor_arg(o), tensor_arg(cu), tensor_arg(cu),
+                        int_arg(smax), int_arg(smax), float_arg(scale), int_arg(causal)]
+                b.launch(k128, args)
+                pad = [torch.zeros([bsz, h, smax, d], device="cuda", dtype=torch.bfloat16) for _ in range(3)]
+                c = cu.tolist()
+                for i in range(bsz):
+                    for p, x in zip(pad, (q, k, v)):
+                        p[i, :, :lens[i]] = x[c[i]:c[i + 1]].transpose(0, 1)
+
+                def sdpa():
+                    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                        return F.scaled_dot_product_attention(pad[0], pad[1], pad[2], is_causal=bool(causal), scale=scale)
+                ok = True
+                if ragged:   # the reference on each sequence alone (padding keys would enter the softmax)
+                    for i in range(0, bsz, max(1, bsz // 4)):
+                        r = F.scaled_dot_product_attention(*(x[c[i]:c[i + 1]].transpose(0, 1)[None] for x in (q, k, v)),
+                                                           is_causal=bool(causal), scale=scale)
+                        ok = ok and close(o[c[i]:c[i + 1]], r[0].transpose(0, 1), 2e-2, 2e-2)
+                else:
+                    ok = close(o.view(bsz, s, h, d).transpose(1, 2), sdpa(), 2e-2, 2e-2)
+                work = sum(4 * h * n * n * d // (2 if causal else 1) for n in lens)
+                shape = "B=%d H=%d S=%s D=%d%s (SDPA cuDNN on [B, H, %d, D]%s)" % (
+                    bsz, h, "%d..%d" % (min(lens), smax) if ragged else s, d, " causal" if causal else "", smax,
+                    ", padded" if ragged else "")
+                b.record("flash_attn_varlen_fwd", shape, "bf16", lambda: b.launch(k128, args), sdpa, work, "TFLOP/s", ok)
+                del q, k, v, o, pad
+
+
 def bench_attention_fp8(b, root):
     """flash_attn_fwd_fp8 (e4m3 Q, K, V, descale factors; V as given and transposed, VT = 1)
     against tilec's own bf16 flash_attn_fwd on the same values (issue 10's target: >= 1.4x at
@@ -670,6 +723,86 @@ def bench_moe(b, root):
         torch_route()
     b.record("moe route_dsv3+align_small", "T=16 E=256 top-8 (vs graph)", "f32", tilec_route, graph.replay, 1, "-", ok)
     bench_moe_fp8(b, root)
+
+
+def moe_counts(E, total, skew):
+    """Rows per expert: balanced (total / E each, the remainder to the first) or Zipf-skewed (expert i
+    gets a share 1 / (i + 1), the same total)."""
+    if not skew:
+        return [total // E + (1 if i < total % E else 0) for i in range(E)]
+    w = [1.0 / (i + 1) for i in range(E)]
+    c = [int(total * x / sum(w)) for x in w]
+    c[0] += total - sum(c)
+    return c
+
+
+def bench_moe_gemm(b, root):
+    """Issue 12's bf16 grouped GEMMs against torch._grouped_mm (its fastest path: A [M, K] sorted by
+    expert, W[e]^T as a transposed [E, N, K] view, offs the experts' row ends): E = 8, N = 14336,
+    K = 4096 (2048 rows an expert); E = 32, N = 4096, K = 7168 and E = 32, N = 7168, K = 2048 (512
+    an expert), balanced and Zipf-skewed routing with the same total rows; the decode size E = 256,
+    T = 128, top-8 (1024 rows routed at random) at N = 4096, K = 7168; then moe_grouped_gemm_kn
+    (W [E, K, N]) and moe_grouped_gemm_scaled (a per-row f32 scale) at the first shape.  Unpadded
+    offsets.  TFLOP/s = 2 M N K / time.  Each result is checked against torch's first
+    (rel 1e-2 / elt 2e-2); the tiles column is BM x BN."""
+    src = os.path.join(root, "stdlib/moe.tile")
+    tiles = [(128, 128), (64, 128)]
+    ks = {t: b.compile(src, "moe_grouped_gemm", {"BM": t[0], "BN": t[1]}) for t in tiles}
+    cases = []
+    for E, N, K, total in ((8, 14336, 4096, 16384), (32, 4096, 7168, 16384), (32, 7168, 2048, 16384)):
+        for skew in (False, True):
+            cases.append((E, N, K, moe_counts(E, total, skew), "zipf" if skew else "balanced"))
+    g = torch.Generator(device="cpu").manual_seed(5)
+    dec = torch.bincount(torch.randint(0, 256, [128 * 8], generator=g), minlength=256).tolist()
+    cases.append((256, 4096, 7168, dec, "decode T=128 top-8"))
+    for ci, (E, N, K, counts, label) in enumerate(cases):
+        M = sum(counts)
+        offsets = torch.tensor([0] + counts, dtype=torch.int64).cumsum(0).to(torch.int32).cuda()
+        a = rand([M, K], torch.bfloat16)
+        w = rand([E, N, K], torch.bfloat16) * 0.05
+        ends = offsets[1:].contiguous()
+
+        def gmm(a=a, w=w, ends=ends):
+            return torch._grouped_mm(a, w.transpose(-2, -1), offs=ends, out_dtype=torch.bfloat16)
+        try:
+            ref = gmm()
+            base, bname = gmm, "torch._grouped_mm"
+        except Exception as e:  # noqa: BLE001 (a torch without it: a per-expert loop)
+            print("moe-gemm: torch._grouped_mm unavailable: %s" % str(e).splitlines()[0], file=sys.stderr)
+            o = offsets.tolist()
+            base = lambda: torch.cat([a[o[i]:o[i + 1]] @ w[i].t() for i in range(E)])   # noqa: E731
+            ref, bname = base(), "loop of torch.matmul"
+        shape = "E=%d N=%d K=%d M=%d %s (max %d rows) vs %s" % (E, N, K, M, label, max(counts), bname)
+        for t in tiles:
+            c = torch.full([M, N], float("nan"), device="cuda", dtype=torch.bfloat16)
+            args = [tensor_arg(a), tensor_arg(w), ptr_arg(offsets), tensor_arg(c)]
+            b.launch(ks[t], args)
+            torch.cuda.synchronize()
+            ok = bool(torch.isfinite(c).all()) and close(c, ref, 1e-2, 2e-2)
+            b.record("moe_grouped_gemm %dx%d" % t, shape, "bf16", lambda: b.launch(ks[t], args), base,
+                     2.0 * M * N * K, "TFLOP/s", ok)
+        if ci == 0:   # the [E, K, N] weights and the per-row scale, at the first shape
+            wkn = w.transpose(1, 2).contiguous()
+            kkn = b.compile(src, "moe_grouped_gemm_kn", {})
+            c = torch.full([M, N], float("nan"), device="cuda", dtype=torch.bfloat16)
+            args_kn = [tensor_arg(a), tensor_arg(wkn), ptr_arg(offsets), tensor_arg(c)]
+            b.launch(kkn, args_kn)
+            torch.cuda.synchronize()
+            ok = close(c, ref, 1e-2, 2e-2)
+            b.record("moe_grouped_gemm_kn 128x128", "E=%d N=%d K=%d M=%d %s, W [E, K, N] vs %s" % (E, N, K, M, label, bname),
+                     "bf16", lambda: b.launch(kkn, args_kn),
+                     lambda: torch._grouped_mm(a, wkn, offs=ends, out_dtype=torch.bfloat16), 2.0 * M * N * K, "TFLOP/s", ok)
+            rs = torch.rand([M], device="cuda") + 0.5
+            ksc = b.compile(src, "moe_grouped_gemm_scaled", {})
+            c2 = torch.full([M, N], float("nan"), device="cuda", dtype=torch.bfloat16)
+            args_sc = [tensor_arg(a), tensor_arg(w), ptr_arg(offsets), ptr_arg(rs), tensor_arg(c2)]
+            b.launch(ksc, args_sc)
+            torch.cuda.synchronize()
+            ok = close(c2, ref.float() * rs[:, None], 1e-2, 2e-2)
+            b.record("moe_grouped_gemm_scaled 128x128", "E=%d N=%d K=%d M=%d %s, row scale vs %s then scale" %
+                     (E, N, K, M, label, bname), "bf16", lambda: b.launch(ksc, args_sc),
+                     lambda: gmm() * rs[:, None].to(torch.bfloat16), 2.0 * M * N * K, "TFLOP/s", ok)
+        del a, w, ref
 
 
 def bench_moe_fp8(b, root):
@@ -917,7 +1050,9 @@ def main():
                "rmsnorm-fast": lambda: bench_rmsnorm(b, args.root, ("--fast-math",)),
                "gemm": lambda: bench_gemm(b, args.root), "attention": lambda: bench_attention(b, args.root),
                "attention-fp8": lambda: bench_attention_fp8(b, args.root),
-               "moe": lambda: bench_moe(b, args.root), "moe-fp8": lambda: bench_moe_fp8(b, args.root),
+               "attention-varlen": lambda: bench_attention_varlen(b, args.root),
+               "moe": lambda: bench_moe(b, args.root), "moe-gemm": lambda: bench_moe_gemm(b, args.root),
+               "moe-fp8": lambda: bench_moe_fp8(b, args.root),
                "decode": lambda: bench_decode(b, args.root),
                "decode-sweep": lambda: bench_decode_sweep(b, args.root),
                "softmax-sweep": lambda: bench_sweep(b, args.root, "softmax"),

@@ -355,12 +355,12 @@ static void gpu_layer_bf16(const routed *g, const uint16_t *w1, const uint16_t *
     ex_check(moe_permute_rows_launch(NULL, t2(g->x, TILERT_BF16, T, H), g->slot_of, NR, t2(xs, TILERT_BF16, MROWS, H)),
              "moe_permute_rows_launch");
     ex_check(moe_grouped_gemm_launch(NULL, t2(xs, TILERT_BF16, MROWS, H), t3(dw1, TILERT_BF16, E, 2 * I, H), g->offsets,
-                                     t2(hs, TILERT_BF16, MROWS, 2 * I), T),
+                                     t2(hs, TILERT_BF16, MROWS, 2 * I)),
              "moe_grouped_gemm_launch (gate, up)");
     ex_check(moe_swiglu_launch(NULL, t2(hs, TILERT_BF16, MROWS, 2 * I), t2(as, TILERT_BF16, MROWS, I), total),
              "moe_swiglu_launch");
     ex_check(moe_grouped_gemm_launch(NULL, t2(as, TILERT_BF16, MROWS, I), t3(dw2, TILERT_BF16, E, H, I), g->offsets,
-                                     t2(ys, TILERT_BF16, MROWS, H), T),
+                                     t2(ys, TILERT_BF16, MROWS, H)),
              "moe_grouped_gemm_launch (down)");
     ex_check(moe_combine_launch(NULL, t2(ys, TILERT_BF16, MROWS, H), g->slot_of, t2(g->w, TILERT_F32, T, TOPK),
                                 t2(dout, TILERT_BF16, T, H)),

@@ -33,13 +33,15 @@
  *      the other (attention's two phases) are never live together and share
  *      their space (codegen places disjoint blocks' buffers alike).
  *      The budget is pipe_smem_budget, less where the kernel's largest pointer
- *      tile (reserve) would not fit beside it in the target's shared memory per CTA.  `pipeline(1)` or a budget for
+ *      tile that is not a free value (reserve) would not fit beside it in the
+ *      target's shared memory per CTA.  `pipeline(1)` or a budget for
  *      fewer than 2 stages leaves the loop alone.
  *   3. Each candidate gets latency S - 1 (it is issued that many iterations
  *      ahead of its use) and the loop's stages attribute becomes S.
  */
 #include "pipeline.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "../ir/layout.h"
@@ -132,20 +134,26 @@ static uint32_t nested_bytes(IrFunc *f, IrBlk b, const Budget *bud)
 }
 
 /* Bytes of shared memory the kernel may need beside the stage buffers: the
- * largest tile outside every loop body that a layout conversion may move
- * between threads (pointer tiles at 8 bytes an element: an epilogue's address
- * tile, as moe_grouped_gemm's C pointers, takes 128 KiB at 128 x 128). */
+ * largest pointer tile that a layout conversion may move between threads (at 8
+ * bytes an element: a gathered address tile of 128 x 128 takes 128 KiB).  A free
+ * value (ir_free_values: built from arange, splat and elementwise arithmetic, as
+ * an epilogue's C.ptr + rows * stride + cols) is rebuilt in whatever layout its
+ * user wants and never goes through shared memory, so it needs no room. */
 static uint32_t reserve(IrFunc *f, uint32_t smem)
 {
     uint64_t most = 0;
+    uint8_t *free_ = tl_xcalloc(f->nvals ? f->nvals : 1, 1);
+    ir_free_values(f, free_);
     for (uint32_t i = 0; i < f->nops; i++) {
         const IrOp *op = &f->ops[i];
         if (op->dead || op->nres != 1) continue;
-        IrType t = ir_vty(f, ir_res(op, 0));
-        if (t.kind != TY_TILE || !t.isptr) continue;
+        IrVal v = ir_res(op, 0);
+        IrType t = ir_vty(f, v);
+        if (t.kind != TY_TILE || !t.isptr || free_[v]) continue;
         uint64_t b = (uint64_t)ir_ty_numel(t) * 8;
         if (b > most) most = b;
     }
+    free(free_);
     return most > smem ? smem : (uint32_t)most;
 }
 

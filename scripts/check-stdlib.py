@@ -704,13 +704,52 @@ def moe():
     equal("moe_gather_rows", r["Xs"], [r["X"][(sidx[s] // K) * Kd + c] for s in range(n) for c in range(Kd)] +
           [0.0] * (2 * Kd))
 
-    r = run("moe.tile", "moe_grouped_gemm", ["A=bf16[%d,%d]" % (n, Kd), "W=bf16[%d,%d,%d]" % (E, Nd, Kd),
-            "offsets=" + tmpfile("offsets.npy"), "C=bf16[%d,%d]" % (n, Nd), "max_rows=%d" % max(counts)],
-            ["A", "W", "C"], ["BM=16", "BN=16", "BK=16"])
-    A, W = r["A"], r["W"]
-    owner = [max(e for e in range(E) if want[e] <= row < want[e + 1]) for row in range(n)]
-    close("moe_grouped_gemm", r["C"], [sum(A[row * Kd + k] * W[(owner[row] * Nd + j) * Kd + k] for k in range(Kd))
-                                       for row in range(n) for j in range(Nd)], 4e-3, 1e-3)
+    moe_grouped(rng)
+
+
+def moe_grouped(rng):
+    """The bf16 grouped GEMMs (moe_grouped_gemm, _kn, _scaled) on their work list: E = 19 experts
+    (NE = 8: the expert search runs three chunks, the last ragged) of 0 to 37 rows, some empty, the
+    offsets starting past row 0 and ending before A's last row (rows of no expert: C keeps its -7s),
+    and one expert holding every row; N = 40 and K = 40 ragged against BN = BK = 16."""
+    E, Nd, Kd, BM = 19, 40, 40, 16
+    sentinel = 0xC0E0                                  # bf16 -7.0: rows a kernel must not write
+    for name, counts in (("ragged", [rng.choice([0, 0, 1, 5, 16, 17, 37]) for _ in range(E)]),
+                         ("one expert", [0] * 7 + [45] + [0] * (E - 8))):
+        offs = [3]
+        for c in counts:
+            offs.append(offs[-1] + c)
+        M = offs[-1] + 2
+        npy_write(tmpfile("offsets.npy"), "<i4", [E + 1], offs)
+        npy_write(tmpfile("c0.npy"), "<u2", [M, Nd], [sentinel] * (M * Nd))
+        owner = [next((e for e in range(E) if offs[e] <= row < offs[e + 1]), -1) for row in range(M)]
+        for kernel in ("moe_grouped_gemm", "moe_grouped_gemm_kn", "moe_grouped_gemm_scaled"):
+            kn = kernel.endswith("_kn")
+            wshape = [E, Kd, Nd] if kn else [E, Nd, Kd]
+            args = ["A=bf16[%d,%d]" % (M, Kd), "W=bf16[%s]" % ",".join(map(str, wshape)),
+                    "offsets=" + tmpfile("offsets.npy")]
+            if kernel.endswith("_scaled"):
+                args.append("row_scale=f32[%d]" % M)
+            r = run("moe.tile", kernel, args + ["C=" + tmpfile("c0.npy")], ["A", "W", "C"] +
+                    (["row_scale"] if kernel.endswith("_scaled") else []), ["BM=%d" % BM, "BN=16", "BK=16", "NE=8"])
+            A, W = r["A"], r["W"]
+            ref = []
+            for row in range(M):
+                e = owner[row]
+                for j in range(Nd):
+                    if e < 0:
+                        ref.append(-7.0)
+                        continue
+                    w = (lambda k: W[(e * Kd + k) * Nd + j]) if kn else (lambda k: W[(e * Nd + j) * Kd + k])
+                    v = sum(A[row * Kd + k] * w(k) for k in range(Kd))
+                    ref.append(v * r["row_scale"][row] if kernel.endswith("_scaled") else v)
+            close("%s %s" % (kernel, name), r["C"], ref, 4e-3, 1e-3)
+    rc, err = run_fail("moe.tile", "moe_grouped_gemm", ["A=bf16[8,40]", "W=bf16[2,16,32]",
+                       "offsets=" + tmpfile("offsets.npy"), "C=bf16[8,16]"], ["BM=16", "BN=16", "BK=16"])
+    equal("moe_grouped_gemm refuses W's K unlike A's", rc == 1 and "W must be [E, N, K]" in err, True)
+    rc, err = run_fail("moe.tile", "moe_grouped_gemm_kn", ["A=bf16[8,40]", "W=bf16[2,40,16]",
+                       "offsets=" + tmpfile("offsets.npy"), "C=bf16[9,16]"], ["BM=16", "BN=16", "BK=16"])
+    equal("moe_grouped_gemm_kn refuses C's rows unlike A's", rc == 1 and "C must have A's rows" in err, True)
 
 
 def sigm(x):

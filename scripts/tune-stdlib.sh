@@ -79,8 +79,8 @@ for rows in (256, 32):
     npy_i32("%s/offsets_%d.npy" % (sys.argv[1], rows), [e * rows for e in range(9)])
 PY
   "$tilec" tune stdlib/moe.tile --kernel moe_grouped_gemm "${common[@]}" \
-    --shape "A=bf16[2048,4096] W=bf16[8,2048,4096] offsets=$work/offsets_256.npy C=bf16[2048,2048] max_rows=256" \
-    --shape "A=bf16[256,4096] W=bf16[8,2048,4096] offsets=$work/offsets_32.npy C=bf16[256,2048] max_rows=32" \
+    --shape "A=bf16[2048,4096] W=bf16[8,2048,4096] offsets=$work/offsets_256.npy C=bf16[2048,2048]" \
+    --shape "A=bf16[256,4096] W=bf16[8,2048,4096] offsets=$work/offsets_32.npy C=bf16[256,2048]" \
     --poison C -o "$out/moe_grouped_gemm.json"
   # the table names the offsets by their temporary path: name them by what they hold instead
   sed -i "s#offsets=$work/offsets_\([0-9]*\).npy#offsets=OFFSETS_\1_PER_EXPERT.npy#g" "$out/moe_grouped_gemm.json"

@@ -2,9 +2,10 @@
 
     c = tilec.stdlib.gemm(a, b)          # a [M, K], b [K, N], bf16 or f16: c [M, N] = a @ b
     o = tilec.stdlib.flash_attn(q, k, v, causal=True)     # q [B, Hq, Sq, D], k, v [B, Hkv, Skv, D]
-    flash_attn_varlen, paged_attn_decode (a paged KV cache), moe_topk_softmax, moe_grouped_gemm,
-    moe_combine: each checks its arguments (ValueError, TypeError naming the argument), allocates
-    its outputs beside its inputs (torch tensors; or pass out=), and launches on `stream`.
+    flash_attn_varlen, paged_attn_decode (a paged KV cache), moe_topk_softmax, moe_grouped_gemm
+    (and _kn, _scaled), moe_combine: each checks its arguments (ValueError, TypeError naming the
+    argument), allocates its outputs beside its inputs (torch tensors; or pass out=), and
+    launches on `stream`.
 
 Each function compiles its kernel from the stdlib's .tile sources (tilec._rt.find_stdlib) for
 the current device, once per process and dtype, and launches it on the given stream.
@@ -399,10 +400,10 @@ def _pow2(n, lo):
     return p
 
 
-def _rows(fn, name, x):
-    """x's data pointer as a ptr<i32> argument (a 1-D contiguous int32 tensor)."""
+def _rows(fn, name, x, dtype="i32"):
+    """x's data pointer as a ptr<dtype> argument (a 1-D contiguous tensor: int32 by default)."""
     v = _args.view(x)
-    _check(fn, name, v, rank=1, dtype="i32")
+    _check(fn, name, v, rank=1, dtype=dtype)
     if v.shape[0] > 1 and v.strides[0] != 1:
         raise ValueError("%s: %s must be contiguous" % (fn, name))
     return v
@@ -428,26 +429,57 @@ def moe_topk_softmax(logits, topk, renorm=True, weights=None, ids=None, stream=N
     return weights, ids
 
 
-def moe_grouped_gemm(a, w, offsets, max_rows, out=None, stream=None):
-    """The experts' GEMMs with moe_grouped_gemm: rows offsets[e] .. offsets[e + 1] of a [rows, K]
-    (bf16 or f16) times w[e]^T, w [E, N, K] (nn.Linear's layout, a's dtype), into the same rows of
-    out [rows, N] bf16 (default: a.new_empty); offsets: int32 [E + 1], each expert's first row a
-    multiple of 128 (the padded offsets of moe_align); max_rows bounds any expert's rows (the
-    tokens times topk is always enough).  Rows of out no expert owns are not written.  Returns out."""
-    fn = "moe_grouped_gemm"
+def _grouped_args(fn, a, w, offsets, kn):
+    """The grouped GEMMs' common checks: a [rows, K] bf16 or f16, w [E, N, K] (kn: [E, K, N]) of
+    a's dtype, offsets int32 [E + 1]; returns (views of a, w and offsets, rows, N)."""
     va, vw = _args.view(a), _args.view(w)
     _check(fn, "a", va, rank=2, dtype=("bf16", "f16"))
     _check(fn, "w", vw, rank=3, dtype=va.dtype)
     rows, k = va.shape
-    e, n = vw.shape[0], vw.shape[1]
-    _check(fn, "w", vw, shape=(None, None, k))
+    e = vw.shape[0]
+    _check(fn, "w", vw, shape=(None, k, None) if kn else (None, None, k))
     vo = _rows(fn, "offsets", offsets)
     if vo.shape[0] != e + 1:
         raise ValueError("%s: offsets must hold E + 1 = %d entries, got %d" % (fn, e + 1, vo.shape[0]))
-    if not isinstance(max_rows, int) or isinstance(max_rows, bool) or max_rows < 0:
-        raise ValueError("%s: max_rows must be an int >= 0, got %r" % (fn, max_rows))
+    return va, vw, vo, rows, vw.shape[2] if kn else vw.shape[1]
+
+
+def moe_grouped_gemm(a, w, offsets, out=None, stream=None):
+    """The experts' GEMMs with moe_grouped_gemm: rows offsets[e] .. offsets[e + 1] of a [rows, K]
+    (bf16 or f16) times w[e]^T, w [E, N, K] (nn.Linear's layout, a's dtype), into the same rows of
+    out [rows, N] bf16 (default: a.new_empty); offsets: int32 [E + 1], nondecreasing, at most rows,
+    any values (the padded offsets of moe_align or the unpadded ones of moe_offsets): the kernel
+    finds each expert's blocks from them on the GPU, so empty experts and skewed routing cost
+    nothing.  Rows of out no expert owns are not written.  Returns out."""
+    fn = "moe_grouped_gemm"
+    va, vw, vo, rows, n = _grouped_args(fn, a, w, offsets, False)
     out, vc = _out(fn, "out", out, a, (rows, n), "bf16")
-    compile("moe.tile", kernel=fn, defines={"T": va.dtype}).kernel(fn)(va, vw, vo, vc, max_rows, stream=stream)
+    compile("moe.tile", kernel=fn, defines={"T": va.dtype}).kernel(fn)(va, vw, vo, vc, stream=stream)
+    return out
+
+
+def moe_grouped_gemm_kn(a, w, offsets, out=None, stream=None):
+    """moe_grouped_gemm with the weights K-major per expert (moe_grouped_gemm_kn): rows
+    offsets[e] .. offsets[e + 1] of a [rows, K] times w[e], w [E, K, N]; otherwise as
+    moe_grouped_gemm.  Returns out."""
+    fn = "moe_grouped_gemm_kn"
+    va, vw, vo, rows, n = _grouped_args(fn, a, w, offsets, True)
+    out, vc = _out(fn, "out", out, a, (rows, n), "bf16")
+    compile("moe.tile", kernel=fn, defines={"T": va.dtype}).kernel(fn)(va, vw, vo, vc, stream=stream)
+    return out
+
+
+def moe_grouped_gemm_scaled(a, w, offsets, row_scale, out=None, stream=None):
+    """moe_grouped_gemm with each row r of out times row_scale[r] (moe_grouped_gemm_scaled; f32
+    [rows], e.g. the routing weight of the row), applied to the f32 product before rounding to
+    bf16; w [E, N, K], otherwise as moe_grouped_gemm.  Returns out."""
+    fn = "moe_grouped_gemm_scaled"
+    va, vw, vo, rows, n = _grouped_args(fn, a, w, offsets, False)
+    vs = _rows(fn, "row_scale", row_scale, "f32")
+    if vs.shape[0] != rows:
+        raise ValueError("%s: row_scale must hold a's rows = %d entries, got %d" % (fn, rows, vs.shape[0]))
+    out, vc = _out(fn, "out", out, a, (rows, n), "bf16")
+    compile("moe.tile", kernel=fn, defines={"T": va.dtype}).kernel(fn)(va, vw, vo, vs, vc, stream=stream)
     return out
 
 

@@ -69,7 +69,8 @@ for c in "70 100 0" "100 70 1"; do
   check 0 out "" "$MKNPY" check copy pl.npy ol.npy
 done
 
-# grouped GEMM: a 3-d weight view (box [1, BN, BK]) pipelined beside the 2-d A
+# grouped GEMM: a 3-d weight view (box [1, BN, BK]; _kn: [1, BK, BN]) pipelined beside the 2-d A,
+# two experts of 40 and 60 rows (BM = 64: the first block runs into the second expert's rows)
 npy_i32() { # PATH VALUES...: a 1-d int32 .npy
   local path=$1 h="{'descr': '<i4', 'fortran_order': False, 'shape': ($(($# - 1)),), }"
   shift
@@ -84,10 +85,14 @@ npy_i32() { # PATH VALUES...: a 1-d int32 .npy
 }
 moe=$src/stdlib/moe.tile
 npy_i32 off.npy 0 40 100
-check 0 out "" "$TILEC" "$moe" --arch=sm_90a --kernel moe_grouped_gemm -D BM=64 -D BN=64 --pass=$passes --emit=ir -o moe.tir
-grep -q "async_load %W" moe.tir || fail "moe_grouped_gemm: the 3-d W load was not pipelined"
-args="A=bf16[100,200] W=bf16[2,72,200] offsets=off.npy C=bf16[100,72] max_rows=60 --seed 4"
-check 0 out "" "$TILEC" run moe.tir --interp $args --out C=p.npy
-check 0 out "" "$TILEC" run "$moe" --kernel moe_grouped_gemm -D BM=64 -D BN=64 --interp $args --out C=o.npy
-check 0 out "" "$MKNPY" check copy p.npy o.npy
+for c in "moe_grouped_gemm W=bf16[2,72,200]" "moe_grouped_gemm_kn W=bf16[2,200,72]" \
+         "moe_grouped_gemm_scaled W=bf16[2,72,200] row_scale=f32[100]"; do
+  set -- $c
+  check 0 out "" "$TILEC" "$moe" --arch=sm_90a --kernel $1 -D BM=64 -D BN=64 --pass=$passes --emit=ir -o $1.tir
+  grep -q "async_load %W" $1.tir || fail "$1: the 3-d W load was not pipelined"
+  args="A=bf16[100,200] $2 offsets=off.npy ${3:-} C=bf16[100,72] --seed 4"
+  check 0 out "" "$TILEC" run $1.tir --interp $args --out C=p.npy
+  check 0 out "" "$TILEC" run "$moe" --kernel $1 -D BM=64 -D BN=64 --interp $args --out C=o.npy
+  check 0 out "" "$MKNPY" check copy p.npy o.npy
+done
 finish

@@ -12,8 +12,9 @@ from the bundle): exit 77 (SKIP) without torch or a CUDA device.
   - tilec.stdlib.flash_attn (MHA and GQA, causal aligned bottom-right with Sq < Skv, D 64 and
     128, bf16 and f16, [B, S, H, D] memory through transposed views, the LSE), flash_attn_varlen
     (ragged packed sequences), paged_attn_decode (pages in random order, Sq 1 and 3, split "auto",
-    1 and 4, the LSE) against float32 torch references; moe_topk_softmax, moe_grouped_gemm and
-    moe_combine against torch's softmax/topk, matmul and weighted sums."""
+    1 and 4, the LSE) against float32 torch references; moe_topk_softmax, moe_grouped_gemm (and
+    _kn, _scaled; offsets padded to 128 or not) and moe_combine against torch's softmax/topk,
+    matmul and weighted sums."""
 import os
 import sys
 
@@ -233,22 +234,43 @@ for renorm in (False, True):
     expect(torch.equal(ids, rids.to(torch.int32)) and torch.allclose(w, rw, atol=1e-6, rtol=1e-5),
            "stdlib.moe_topk_softmax renorm=%d" % renorm)
 
+
+def grouped_ok(c, a, offs, w_nk, scale=None):
+    """c [rows, N] bf16 against float32 a[offs[e]:offs[e + 1]] @ w_nk[e]^T (times scale per row)."""
+    ok = c.dtype == torch.bfloat16
+    for e in range(len(offs) - 1):
+        if offs[e + 1] > offs[e]:
+            r = torch.matmul(a[offs[e]:offs[e + 1]].float(), w_nk[e].float().t())
+            if scale is not None:
+                r = r * scale[offs[e]:offs[e + 1], None]
+            ok = ok and rel(c[offs[e]:offs[e + 1]], r) < 2e-2
+    return ok
+
+
+# the grouped GEMMs: expert 1 empty, expert 2 over two M blocks; offsets padded to 128 (moe_align's)
+# or not (moe_offsets': an M block runs into the next expert's rows); 5 rows past offsets[E] that no
+# expert owns, which must keep out's poison
 counts = [100, 0, 260, 37]
-offs = [0]
-for c in counts:
-    offs.append(offs[-1] + -(-c // 128) * 128)
 kd, nd = 256, 384
-a = torch.randn(offs[-1], kd, device="cuda", dtype=torch.bfloat16)
 wts = torch.randn(len(counts), nd, kd, device="cuda", dtype=torch.bfloat16) / 16
-offsets = torch.tensor(offs, device="cuda", dtype=torch.int32)
-c = tilec.stdlib.moe_grouped_gemm(a, wts, offsets, max(offs[i + 1] - offs[i] for i in range(len(counts))))
-torch.cuda.synchronize()
-ok = True
-for e in range(len(counts)):
-    r = torch.matmul(a[offs[e]:offs[e + 1]].float(), wts[e].float().t())
-    if offs[e + 1] > offs[e]:
-        ok = ok and rel(c[offs[e]:offs[e + 1]], r) < 2e-2
-expect(ok and c.dtype == torch.bfloat16, "stdlib.moe_grouped_gemm experts %s" % counts)
+for padded in (True, False):
+    offs = [0]
+    for n in counts:
+        offs.append(offs[-1] + (-(-n // 128) * 128 if padded else n))
+    a = torch.randn(offs[-1] + 5, kd, device="cuda", dtype=torch.bfloat16)
+    offsets = torch.tensor(offs, device="cuda", dtype=torch.int32)
+    poison = torch.full((a.shape[0], nd), 7.0, device="cuda", dtype=torch.bfloat16)
+    c = tilec.stdlib.moe_grouped_gemm(a, wts, offsets, out=poison)
+    torch.cuda.synchronize()
+    expect(grouped_ok(c, a, offs, wts) and bool((c[offs[-1]:] == 7).all()),
+           "stdlib.moe_grouped_gemm experts %s, offsets %s" % (counts, offs))
+    c = tilec.stdlib.moe_grouped_gemm_kn(a, wts.transpose(1, 2).contiguous(), offsets)   # w [E, K, N]
+    torch.cuda.synchronize()
+    expect(grouped_ok(c, a, offs, wts), "stdlib.moe_grouped_gemm_kn offsets %s" % offs)
+    scale = torch.rand(a.shape[0], device="cuda")
+    c = tilec.stdlib.moe_grouped_gemm_scaled(a, wts, offsets, scale)
+    torch.cuda.synchronize()
+    expect(grouped_ok(c, a, offs, wts, scale), "stdlib.moe_grouped_gemm_scaled offsets %s" % offs)
 
 t, topk, hdim = 50, 4, 256
 y = torch.randn(300, hdim, device="cuda", dtype=torch.bfloat16)

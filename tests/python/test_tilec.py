@@ -417,20 +417,55 @@ class StdlibMoe(unittest.TestCase):
         gg = tilec.stdlib.moe_grouped_gemm
         a, w, off = bf16(1024, 256), bf16(8, 512, 256), i32(9)
         with self.assertRaisesRegex(ValueError, "w must be \\['\\*', '\\*', 256\\]"):
-            gg(a, bf16(8, 512, 128), off, 128)
+            gg(a, bf16(8, 512, 128), off)
         with self.assertRaisesRegex(ValueError, "offsets must hold E \\+ 1 = 9 entries, got 8"):
-            gg(a, w, i32(8), 128)
+            gg(a, w, i32(8))
         with self.assertRaisesRegex(TypeError, "offsets must be i32"):
-            gg(a, w, f32(9), 128)
-        with self.assertRaisesRegex(ValueError, "max_rows must be an int >= 0"):
-            gg(a, w, off, -1)
+            gg(a, w, f32(9))
+        with self.assertRaisesRegex(TypeError, "w must be bf16"):
+            gg(a, TorchLike([8, 512, 256], "float16"), off)
         with self.assertRaisesRegex(ValueError, "out must be \\[1024, 512\\]"):
-            gg(a, w, off, 128, out=bf16(1024, 256))
+            gg(a, w, off, out=bf16(1024, 256))
+        with self.assertRaisesRegex(TypeError, "int is not a tensor"):
+            gg(a, w, off, 128)      # no max_rows any more: the fourth argument is out
         self.assertEqual(self.params("moe_grouped_gemm", {"T": "bf16"}),
                          [("A", "tensor", "bf16"), ("W", "tensor", "bf16"), ("offsets", "ptr", "i32"),
-                          ("C", "tensor", "bf16"), ("max_rows", "scalar", "i32")])
+                          ("C", "tensor", "bf16")])
         with self.assertRaises(tilec.NoDriverError):
-            gg(a, w, off, 128)
+            gg(a, w, off)
+
+    def test_grouped_gemm_kn_scaled(self):
+        kn, sc = tilec.stdlib.moe_grouped_gemm_kn, tilec.stdlib.moe_grouped_gemm_scaled
+        a, off = bf16(1024, 256), i32(9)
+        # _kn: w [E, K, N]
+        with self.assertRaisesRegex(ValueError, "moe_grouped_gemm_kn: w must be \\['\\*', 256, '\\*'\\]"):
+            kn(a, bf16(8, 512, 256), off)
+        with self.assertRaisesRegex(ValueError, "moe_grouped_gemm_kn: offsets must hold E \\+ 1 = 9 entries"):
+            kn(a, bf16(8, 256, 512), i32(10))
+        with self.assertRaisesRegex(ValueError, "moe_grouped_gemm_kn: out must be \\[1024, 512\\]"):
+            kn(a, bf16(8, 256, 512), off, out=bf16(1024, 256))
+        self.assertEqual(self.params("moe_grouped_gemm_kn", {"T": "bf16"}),
+                         [("A", "tensor", "bf16"), ("W", "tensor", "bf16"), ("offsets", "ptr", "i32"),
+                          ("C", "tensor", "bf16")])
+        with self.assertRaises(tilec.NoDriverError):
+            kn(a, bf16(8, 256, 512), off)
+        # _scaled: w [E, N, K], row_scale f32 [rows]
+        w = bf16(8, 512, 256)
+        with self.assertRaisesRegex(ValueError, "moe_grouped_gemm_scaled: w must be \\['\\*', '\\*', 256\\]"):
+            sc(a, bf16(8, 256, 512), off, f32(1024))
+        with self.assertRaisesRegex(TypeError, "row_scale must be f32"):
+            sc(a, w, off, bf16(1024))
+        with self.assertRaisesRegex(ValueError, "row_scale must be 1-D"):
+            sc(a, w, off, f32(1024, 1))
+        with self.assertRaisesRegex(ValueError, "row_scale must hold a's rows = 1024 entries, got 1000"):
+            sc(a, w, off, f32(1000))
+        with self.assertRaisesRegex(ValueError, "row_scale must be contiguous"):
+            sc(a, w, off, TorchLike([1024], "float32", stride=(2,)))
+        self.assertEqual(self.params("moe_grouped_gemm_scaled", {"T": "bf16"}),
+                         [("A", "tensor", "bf16"), ("W", "tensor", "bf16"), ("offsets", "ptr", "i32"),
+                          ("row_scale", "ptr", "f32"), ("C", "tensor", "bf16")])
+        with self.assertRaises(tilec.NoDriverError):
+            sc(a, w, off, f32(1024))
 
     def test_combine(self):
         mc = tilec.stdlib.moe_combine
@@ -500,11 +535,17 @@ class StdlibLaunchChecks(unittest.TestCase):
         st = tilec.stdlib
         w, ids = st.moe_topk_softmax(self.t([100, 64], "float32"), 8)
         self.assertEqual((w.shape, w.dtype.name, ids.shape, ids.dtype.name), ((100, 8), "float32", (100, 8), "int32"))
-        c = st.moe_grouped_gemm(self.t([640, 256], "bfloat16"), self.t([4, 384, 256], "bfloat16"),
-                                self.t([5], "int32"), 384)
+        a, off = self.t([640, 256], "bfloat16"), self.t([5], "int32")
+        c = st.moe_grouped_gemm(a, self.t([4, 384, 256], "bfloat16"), off)
+        self.assertEqual((c.shape, c.dtype.name), ((640, 384), "bfloat16"))
+        c = st.moe_grouped_gemm_kn(a, self.t([4, 256, 384], "bfloat16"), off)
+        self.assertEqual((c.shape, c.dtype.name), ((640, 384), "bfloat16"))
+        c = st.moe_grouped_gemm_scaled(a, self.t([4, 384, 256], "bfloat16"), off, self.t([640], "float32"))
         self.assertEqual((c.shape, c.dtype.name), ((640, 384), "bfloat16"))
         st.moe_combine(self.t([300, 256], "bfloat16"), self.t([200], "int32"), self.t([50, 4], "float32"))
-        self.assertEqual(self.calls, [("moe_topk_softmax", (7, 1, 1)), ("moe_grouped_gemm", (3, 3, 4)),
+        # the grouped GEMMs: ceil(640 / 128) + 4 experts' M blocks at most, times 384 / 128 N blocks
+        self.assertEqual(self.calls, [("moe_topk_softmax", (7, 1, 1)), ("moe_grouped_gemm", (9, 3, 1)),
+                                      ("moe_grouped_gemm_kn", (9, 3, 1)), ("moe_grouped_gemm_scaled", (9, 3, 1)),
                                       ("moe_combine", (50, 1, 1))])
 
 
