@@ -711,15 +711,17 @@ def moe_grouped(rng):
     """The bf16 grouped GEMMs (moe_grouped_gemm, _kn, _scaled) on their work list: E = 19 experts
     (NE = 8: the expert search runs three chunks, the last ragged) of 0 to 37 rows, some empty, the
     offsets starting past row 0 and ending before A's last row (rows of no expert: C keeps its -7s),
-    and one expert holding every row; N = 40 and K = 40 ragged against BN = BK = 16."""
+    and one expert holding every row; N = 40 and K = 40 ragged against BN = BK = 16.  Offsets past C's
+    last row (a caller's mistake) write nothing past C."""
     E, Nd, Kd, BM = 19, 40, 40, 16
     sentinel = 0xC0E0                                  # bf16 -7.0: rows a kernel must not write
     for name, counts in (("ragged", [rng.choice([0, 0, 1, 5, 16, 17, 37]) for _ in range(E)]),
-                         ("one expert", [0] * 7 + [45] + [0] * (E - 8))):
+                         ("one expert", [0] * 7 + [45] + [0] * (E - 8)),
+                         ("offsets past C's rows", [0] * 5 + [30, 0, 20] + [0] * (E - 8))):
         offs = [3]
         for c in counts:
             offs.append(offs[-1] + c)
-        M = offs[-1] + 2
+        M = offs[-1] + 2 if not name.startswith("offsets past") else offs[-1] - 7   # a caller's mistake: no row past C
         npy_write(tmpfile("offsets.npy"), "<i4", [E + 1], offs)
         npy_write(tmpfile("c0.npy"), "<u2", [M, Nd], [sentinel] * (M * Nd))
         owner = [next((e for e in range(E) if offs[e] <= row < offs[e + 1]), -1) for row in range(M)]
