@@ -41,7 +41,6 @@
  */
 #include "pipeline.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "../ir/layout.h"
