@@ -125,6 +125,21 @@ static double block_peak(PassPressure *p, IrBlk b, double *across)
     }
     /* uses overwrite: a value's last use is the largest index using it */
     for (uint32_t i = 0; i < B->nops; i++) note_uses(p, b, ir_op(f, B->ops[i]), i);
+    /* a streamed value weighs nothing because it is computed where it is consumed:
+     * what it is computed from stays live until then.  Backwards, so a chain of
+     * them (cast, sigmoid, mul) carries its last use to its inputs: without
+     * this, moe_swiglu's two bf16 loads, each used by its cast to f32 only,
+     * counted one at a time (8 registers for 16) and the hint of 10 CTAs per
+     * SM capped ptxas at 48 registers with 176 bytes of spills */
+    for (uint32_t i = B->nops; i-- > 0;) {
+        IrOp *op = ir_op(f, B->ops[i]);
+        if (op->nres != 1 || op->nregion || !p->streamed[ir_res(op, 0)]) continue;
+        uint32_t end = p->last[ir_res(op, 0)];
+        for (uint32_t k = 0; k < op->nopnd; k++) {
+            IrVal v = ir_opnd(f, op, k);
+            if (v && v < f->nvals && def_block(f, v) == b && p->last[v] < end) p->last[v] = end;
+        }
+    }
     /* live across op i: its results, and earlier values used later (or
      * inside its regions); an operand used last by op i dies into it.  A
      * running sum: `live` holds what is defined before i and used at i or

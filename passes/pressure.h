@@ -17,7 +17,8 @@
  *     0, and so do streamed values: pure elementwise tiles used only in their
  *     own block, not stored, with no cross-thread reduction between their
  *     definition and any use (LLVM and ptxas compute them element by element
- *     where consumed).  Streamed depends on the order of the ops:
+ *     where consumed); what a streamed value is computed from stays live
+ *     until the streamed value's last use.  Streamed depends on the order of the ops:
  *     pass_pressure_update recomputes it after a pass moves ops.  Stage
  *     reads (smem_read, or a transpose of one) that only dots of their block
  *     use weigh 0 too: wgmma reads them in place from shared memory.
