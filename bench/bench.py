@@ -648,26 +648,26 @@ def bench_moe(b, root):
     pct("moe_permute_rows_fp8", "T=%d top-%d H=%d" % (T, K, H), lambda: b.launch(k, args),
         lambda: x.index_select(0, rows), n * H * 2 + n * H + n * QB * 4, ok)
 
-    I = 1408
-    h = rand([S, 2 * I], torch.bfloat16)
-    nrows = torch.tensor([S], dtype=torch.int32, device="cuda")
-    ref = (torch.nn.functional.silu(h[:, :I].float()) * h[:, I:].float()).to(torch.bfloat16)
-    k = b.compile(src, "moe_swiglu", {})
-    y = torch.full([S, I], float("nan"), dtype=torch.bfloat16, device="cuda")
-    args = [tensor_arg(h), tensor_arg(y), ptr_arg(nrows)]
-    b.launch(k, args)
-    pct("moe_swiglu", "M=%d N=2x%d" % (S, I), lambda: b.launch(k, args),
-        lambda: torch.nn.functional.silu(h[:, :I]) * h[:, I:], S * 3 * I * 2, close(y, ref, 1e-2, 1e-3))
-    k = b.compile(src, "moe_swiglu_fp8", {})
-    QI = (I + 127) // 128
-    y8 = torch.zeros([S, I], dtype=torch.float8_e4m3fn, device="cuda")
-    sc = torch.zeros([S, QI], dtype=torch.float32, device="cuda")
-    args = [tensor_arg(h), tensor_arg(y8), tensor_arg(sc), ptr_arg(nrows)]
-    b.launch(k, args)
-    deq = y8.float() * sc.repeat_interleave(128, 1)[:, :I]
-    pct("moe_swiglu_fp8", "M=%d N=2x%d" % (S, I), lambda: b.launch(k, args),
-        lambda: torch.nn.functional.silu(h[:, :I]) * h[:, I:], S * 2 * I * 2 + S * I + S * QI * 4,
-        close(deq, ref.float(), 0.07, 1e-3))
+    for I in (1408, 768):   # DeepSeek-V2-Lite / Qwen-MoE-style intermediate sizes
+        h = rand([S, 2 * I], torch.bfloat16)
+        nrows = torch.tensor([S], dtype=torch.int32, device="cuda")
+        ref = (torch.nn.functional.silu(h[:, :I].float()) * h[:, I:].float()).to(torch.bfloat16)
+        k = b.compile(src, "moe_swiglu", {})
+        y = torch.full([S, I], float("nan"), dtype=torch.bfloat16, device="cuda")
+        args = [tensor_arg(h), tensor_arg(y), ptr_arg(nrows)]
+        b.launch(k, args)
+        pct("moe_swiglu", "M=%d N=2x%d" % (S, I), lambda: b.launch(k, args),
+            lambda: torch.nn.functional.silu(h[:, :I]) * h[:, I:], S * 3 * I * 2, close(y, ref, 1e-2, 1e-3))
+        k = b.compile(src, "moe_swiglu_fp8", {})
+        QI = (I + 127) // 128
+        y8 = torch.zeros([S, I], dtype=torch.float8_e4m3fn, device="cuda")
+        sc = torch.zeros([S, QI], dtype=torch.float32, device="cuda")
+        args = [tensor_arg(h), tensor_arg(y8), tensor_arg(sc), ptr_arg(nrows)]
+        b.launch(k, args)
+        deq = y8.float() * sc.repeat_interleave(128, 1)[:, :I]
+        pct("moe_swiglu_fp8", "M=%d N=2x%d" % (S, I), lambda: b.launch(k, args),
+            lambda: torch.nn.functional.silu(h[:, :I]) * h[:, I:], S * 2 * I * 2 + S * I + S * QI * 4,
+            close(deq, ref.float(), 0.07, 1e-3))
 
     yd = rand([S, H], torch.bfloat16)
     w = torch.rand([T, K], device="cuda")
