@@ -444,6 +444,21 @@ def _grouped_args(fn, a, w, offsets, kn):
     return va, vw, vo, rows, vw.shape[2] if kn else vw.shape[1]
 
 
+def _grouped_launch(fn, a, w, offsets, out, stream, kn=False, row_scale=None):
+    """Checks the grouped GEMM fn's arguments (_grouped_args; row_scale: f32 [rows]), makes out
+    [rows, N] bf16 when not given, compiles and launches fn; returns out."""
+    va, vw, vo, rows, n = _grouped_args(fn, a, w, offsets, kn)
+    extra = []
+    if row_scale is not None:
+        vs = _rows(fn, "row_scale", row_scale, "f32")
+        if vs.shape[0] != rows:
+            raise ValueError("%s: row_scale must hold a's rows = %d entries, got %d" % (fn, rows, vs.shape[0]))
+        extra.append(vs)
+    out, vc = _out(fn, "out", out, a, (rows, n), "bf16")
+    compile("moe.tile", kernel=fn, defines={"T": va.dtype}).kernel(fn)(va, vw, vo, *extra, vc, stream=stream)
+    return out
+
+
 def moe_grouped_gemm(a, w, offsets, out=None, stream=None):
     """The experts' GEMMs with moe_grouped_gemm: rows offsets[e] .. offsets[e + 1] of a [rows, K]
     (bf16 or f16) times w[e]^T, w [E, N, K] (nn.Linear's layout, a's dtype), into the same rows of
@@ -451,36 +466,21 @@ def moe_grouped_gemm(a, w, offsets, out=None, stream=None):
     any values (the padded offsets of moe_align or the unpadded ones of moe_offsets): the kernel
     finds each expert's blocks from them on the GPU, so empty experts and skewed routing cost
     nothing.  Rows of out no expert owns are not written.  Returns out."""
-    fn = "moe_grouped_gemm"
-    va, vw, vo, rows, n = _grouped_args(fn, a, w, offsets, False)
-    out, vc = _out(fn, "out", out, a, (rows, n), "bf16")
-    compile("moe.tile", kernel=fn, defines={"T": va.dtype}).kernel(fn)(va, vw, vo, vc, stream=stream)
-    return out
+    return _grouped_launch("moe_grouped_gemm", a, w, offsets, out, stream)
 
 
 def moe_grouped_gemm_kn(a, w, offsets, out=None, stream=None):
     """moe_grouped_gemm with the weights K-major per expert (moe_grouped_gemm_kn): rows
     offsets[e] .. offsets[e + 1] of a [rows, K] times w[e], w [E, K, N]; otherwise as
     moe_grouped_gemm.  Returns out."""
-    fn = "moe_grouped_gemm_kn"
-    va, vw, vo, rows, n = _grouped_args(fn, a, w, offsets, True)
-    out, vc = _out(fn, "out", out, a, (rows, n), "bf16")
-    compile("moe.tile", kernel=fn, defines={"T": va.dtype}).kernel(fn)(va, vw, vo, vc, stream=stream)
-    return out
+    return _grouped_launch("moe_grouped_gemm_kn", a, w, offsets, out, stream, kn=True)
 
 
 def moe_grouped_gemm_scaled(a, w, offsets, row_scale, out=None, stream=None):
     """moe_grouped_gemm with each row r of out times row_scale[r] (moe_grouped_gemm_scaled; f32
     [rows], e.g. the routing weight of the row), applied to the f32 product before rounding to
     bf16; w [E, N, K], otherwise as moe_grouped_gemm.  Returns out."""
-    fn = "moe_grouped_gemm_scaled"
-    va, vw, vo, rows, n = _grouped_args(fn, a, w, offsets, False)
-    vs = _rows(fn, "row_scale", row_scale, "f32")
-    if vs.shape[0] != rows:
-        raise ValueError("%s: row_scale must hold a's rows = %d entries, got %d" % (fn, rows, vs.shape[0]))
-    out, vc = _out(fn, "out", out, a, (rows, n), "bf16")
-    compile("moe.tile", kernel=fn, defines={"T": va.dtype}).kernel(fn)(va, vw, vo, vs, vc, stream=stream)
-    return out
+    return _grouped_launch("moe_grouped_gemm_scaled", a, w, offsets, out, stream, row_scale=row_scale)
 
 
 def moe_combine(y, slot_of, w, out=None, stream=None):
