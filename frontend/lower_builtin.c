@@ -527,6 +527,30 @@ static LVal math(Lower *L, FeBuiltin bi, const Args *a)
     return fe_val(L, fe_emit(L, opc[bi], &x.v, 1, x.ty, NULL));
 }
 
+/* maximum / minimum of two weak numbers is weak (as `a + b` is): compile-time parameter defaults
+ * and consts may use them.  Integers (neither a bool nor above 2^63 - 1) stay integers, a float
+ * makes the result a float; a NaN is left to the IR's semantics.  The result goes to xs[0]. */
+static bool fold_extremum(FeBuiltin bi, LVal *xs)
+{
+    bool mx = bi == FE_BI_MAXIMUM;
+    for (int k = 0; k < 2; k++) {
+        if (xs[k].kind != LV_INT && xs[k].kind != LV_FLOAT) return false;
+        if (xs[k].kind == LV_INT && (xs[k].is_bool || xs[k].is_u64)) return false;
+        if (xs[k].kind == LV_FLOAT && xs[k].f != xs[k].f) return false;
+    }
+    SrcLoc loc = xs[0].loc;
+    if (xs[0].kind == LV_INT && xs[1].kind == LV_INT) {
+        int64_t a = xs[0].i, b = xs[1].i;
+        xs[0] = fe_weak_int(mx ? (a > b ? a : b) : (a < b ? a : b));
+    } else {
+        double a = xs[0].kind == LV_INT ? (double)xs[0].i : xs[0].f;
+        double b = xs[1].kind == LV_INT ? (double)xs[1].i : xs[1].f;
+        xs[0] = fe_weak_float(mx ? (a > b ? a : b) : (a < b ? a : b));
+    }
+    xs[0].loc = loc;
+    return true;
+}
+
 static LVal elementwise(Lower *L, FeBuiltin bi, const Args *a)
 {
     LVal xs[3];
@@ -538,6 +562,7 @@ static LVal elementwise(Lower *L, FeBuiltin bi, const Args *a)
     }
     if (bad) return fe_err();
     SrcLoc loc = a->call->loc;
+    if ((bi == FE_BI_MAXIMUM || bi == FE_BI_MINIMUM) && fold_extremum(bi, xs)) return xs[0];
     if (bi == FE_BI_WHERE) {
         LVal c = fe_to_bool(L, xs[0], a->node[0]->loc, what(L, a, 0));
         if (c.kind != LV_VAL || !fe_unify(L, &xs[1], 2, loc, "'where'", false)) return fe_err();
