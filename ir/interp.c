@@ -906,10 +906,10 @@ static bool exec_FOR(Interp *in, const IrOp *op)
 {
     IrFunc *f = in->f;
     IrBlock *body = ir_blk(f, op->region[0]);
-    uint32_t ncarried = op->nopnd - 3;
+    uint32_t ncarried = ir_for_ncarried(op);
     TL_ASSERT(body->nargs == ncarried + 1 && op->nres == ncarried, "interp");
     /* the results carry the state from one iteration to the next */
-    for (uint32_t k = 0; k < ncarried; k++) copy_val(in, op->res + k, ir_opnd(f, op, 3 + k));
+    for (uint32_t k = 0; k < ncarried; k++) copy_val(in, op->res + k, ir_for_init(f, op, k));
     DType dt = (DType)vty(in, body->args[0]).dt;
     int64_t iv = scalar_int(in, op, 0), upper = scalar_int(in, op, 1), step = scalar_int(in, op, 2);
     if (step == 0) return fail(in, op, "for loop with step 0");

@@ -246,6 +246,11 @@ static inline IrBlock *ir_blk(IrFunc *f, IrBlk b) { return &f->blocks[b]; }
 static inline IrType ir_vty(IrFunc *f, IrVal v) { return f->vals[v].ty; }
 static inline IrVal ir_opnd(IrFunc *f, const IrOp *op, uint32_t i) { return f->opnds[op->opnd + i]; }
 static inline IrVal ir_res(const IrOp *op, uint32_t i) { return op->res + i; }
+/* A FOR's operands: lower bound, upper bound, step (IR_FOR_NBOUNDS of them), then the initial
+ * values of its carried values, one per result and per body argument after the induction variable. */
+enum { IR_FOR_NBOUNDS = 3 };
+static inline uint32_t ir_for_ncarried(const IrOp *op) { return op->nopnd - IR_FOR_NBOUNDS; }
+static inline IrVal ir_for_init(IrFunc *f, const IrOp *op, uint32_t k) { return ir_opnd(f, op, IR_FOR_NBOUNDS + k); }
 /* The op defining v, or UINT32_MAX for a block argument. */
 static inline uint32_t ir_def(IrFunc *f, IrVal v) { return f->vals[v].is_arg ? UINT32_MAX : f->vals[v].def; }
 

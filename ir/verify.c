@@ -517,7 +517,7 @@ static bool check_op(Verifier *V, uint32_t id)
         CHECK(ir_ty_eq(opty(V, op, 1), x) && ir_ty_eq(opty(V, op, 2), x), id,
               "bounds and step differ in type: %s, %s, %s", tystr(V, x), tystr(V, opty(V, op, 1)),
               tystr(V, opty(V, op, 2)));
-        CHECK(op->nres == op->nopnd - 3, id, "%u results for %u carried values", op->nres, op->nopnd - 3);
+        CHECK(op->nres == ir_for_ncarried(op), id, "%u results for %u carried values", op->nres, ir_for_ncarried(op));
         for (uint32_t i = 0; i < op->nres; i++)
             CHECK(ir_ty_eq(resty(V, op, i), opty(V, op, 3 + i)), id, "result %u is %s, its initial value %s", i,
                   tystr(V, resty(V, op, i)), tystr(V, opty(V, op, 3 + i)));

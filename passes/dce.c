@@ -81,7 +81,7 @@ static void mark_slot(Live *L, uint32_t id, uint32_t k, bool result)
     case IR_FOR:
         mark_val(L, op->res + k);
         mark_val(L, ir_blk(f, r0)->args[k + 1]);
-        mark_val(L, ir_opnd(f, op, 3 + k));
+        mark_val(L, ir_for_init(f, op, k));
         mark_val(L, term_opnd(f, r0, k));
         break;
     case IR_IF:
@@ -238,7 +238,7 @@ static void trim(Live *L, uint32_t id, uint32_t pos)
         return;
     }
     /* operands and result types of the new op */
-    uint32_t fixed = op.opc == IR_FOR ? 3 : op.opc == IR_IF ? 1 : 0;
+    uint32_t fixed = op.opc == IR_FOR ? IR_FOR_NBOUNDS : op.opc == IR_IF ? 1 : 0;
     IrVal *opnds = tl_xcalloc(op.nopnd + 1, sizeof(IrVal));
     IrType *rtys = tl_xcalloc(op.nres + 1, sizeof(IrType));
     uint32_t no = 0, nr = 0;

@@ -351,8 +351,8 @@ static bool fold_for(Folder *fd, uint32_t id)
     bool up = !sgn || st.v.i > 0;
     int c = ir_scalar_order(lo.dt, lo.v, hi.v, false);
     bool none = up ? c >= 0 : c <= 0;
-    if (!none || op.nopnd != 3 + op.nres) return false;
-    for (uint32_t k = 0; k < op.nres; k++) ir_replace_all_uses(f, op.res + k, ir_opnd(f, &op, 3 + k));
+    if (!none || ir_for_ncarried(&op) != op.nres) return false;
+    for (uint32_t k = 0; k < op.nres; k++) ir_replace_all_uses(f, op.res + k, ir_for_init(f, &op, k));
     ir_op_erase(f, id);
     fd->erased = true;
     fd->changed = true;

@@ -449,7 +449,7 @@ static void ask(LayoutState *s, IrVal v, const Layout *L, int depth)
         IrOp *lp = ir_op(f, B->parent_op);
         if (lp->opc != IR_FOR || lp->region[0] != f->vals[v].def || i > lp->nres) return;
         s->hint[v] = intern(f, L);
-        ask(s, ir_opnd(f, lp, 3 + (i - 1)), L, depth + 1);
+        ask(s, ir_for_init(f, lp, i - 1), L, depth + 1);
         IrOp *y = ir_op(f, B->ops[B->nops - 1]);
         if (i - 1 < y->nopnd) ask(s, ir_opnd(f, y, i - 1), L, depth + 1);
         return;

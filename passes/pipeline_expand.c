@@ -268,7 +268,7 @@ static void expand(IrFunc *f, uint32_t loop, void *vcx)
     IrVal lb = ir_opnd(f, &L, 0), st = ir_opnd(f, &L, 2);
     IrType i32 = ir_ty_scalar(DT_I32);
     int64_t step = f->ops[ir_def(f, st)].attr.i;
-    uint32_t nc = L.nopnd - 3;
+    uint32_t nc = ir_for_ncarried(&L);
 
     /* 1. before the loop: is every pipelined tensor described to the TMA unit? */
     IrBuilder b;

@@ -88,7 +88,7 @@ static double captured_in(PassPressure *p, IrBlk b, const IrOp *op, uint32_t i, 
         for (uint32_t j = 0; j < B->nops; j++) {
             const IrOp *in = ir_op(f, B->ops[j]);
             /* a loop's initial values live on as its body's arguments, which its peak counts */
-            uint32_t first_init = in->opc == IR_FOR ? 3 : in->opc == IR_WHILE ? 0 : UINT32_MAX;
+            uint32_t first_init = in->opc == IR_FOR ? IR_FOR_NBOUNDS : in->opc == IR_WHILE ? 0 : UINT32_MAX;
             for (uint32_t k = 0; k < in->nopnd; k++) {
                 IrVal v = ir_opnd(f, in, k);
                 if (k >= first_init) continue;
