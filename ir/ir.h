@@ -246,6 +246,8 @@ static inline IrBlock *ir_blk(IrFunc *f, IrBlk b) { return &f->blocks[b]; }
 static inline IrType ir_vty(IrFunc *f, IrVal v) { return f->vals[v].ty; }
 static inline IrVal ir_opnd(IrFunc *f, const IrOp *op, uint32_t i) { return f->opnds[op->opnd + i]; }
 static inline IrVal ir_res(const IrOp *op, uint32_t i) { return op->res + i; }
+/* The last op of block B (its terminator, in a verified function), or NULL when B is empty. */
+static inline IrOp *ir_block_last(IrFunc *f, const IrBlock *B) { return B->nops ? &f->ops[B->ops[B->nops - 1]] : NULL; }
 /* A FOR's operands: lower bound, upper bound, step (IR_FOR_NBOUNDS of them), then the initial
  * values of its carried values, one per result and per body argument after the induction variable. */
 enum { IR_FOR_NBOUNDS = 3 };

@@ -63,9 +63,9 @@ static void mark_op(Live *L, uint32_t id)
 
 static uint32_t term(IrFunc *f, IrBlk b)
 {
-    IrBlock *blk = ir_blk(f, b);
-    TL_ASSERT(blk->nops > 0, "pass:dce");
-    return blk->ops[blk->nops - 1];
+    IrOp *last = ir_block_last(f, ir_blk(f, b));
+    TL_ASSERT(last, "pass:dce");
+    return (uint32_t)(last - f->ops);
 }
 
 static IrVal term_opnd(IrFunc *f, IrBlk b, uint32_t k) { return ir_opnd(f, ir_op(f, term(f, b)), k); }

@@ -207,13 +207,13 @@ static void assign_loop(LayoutState *s, IrOp *op, const IrVal *args, const IrVal
         assign_block(s, first);
         if (op->opc == IR_WHILE) { /* the condition forwards values to the "after" arguments */
             IrBlock *B = ir_blk(f, first), *A = ir_blk(f, last);
-            IrOp *c = ir_op(f, B->ops[B->nops - 1]);
+            IrOp *c = ir_block_last(f, B);
             for (uint32_t i = 0; i < A->nargs && i + 1 < c->nopnd; i++)
                 copy_facts(s, A->args[i], f->opnds[c->opnd + 1 + i]);
             assign_block(s, last);
         }
         IrBlock *L = ir_blk(f, last);
-        IrOp *y = ir_op(f, L->ops[L->nops - 1]);
+        IrOp *y = ir_block_last(f, L);
         if (y->nopnd < n || !seed_args(s, args, &f->opnds[y->opnd], n, true)) break;
     }
 }
@@ -300,7 +300,7 @@ static void assign_custom(LayoutState *s, IrOp *op)
     case IR_WHILE: {
         IrBlock *before = ir_blk(f, op->region[0]);
         assign_loop(s, op, before->args, &f->opnds[op->opnd], before->nargs);
-        IrOp *c = ir_op(f, before->ops[before->nops - 1]);
+        IrOp *c = ir_block_last(f, before);
         for (uint32_t i = 0; i < op->nres && i + 1 < c->nopnd; i++)
             copy_facts(s, ir_res(op, i), f->opnds[c->opnd + 1 + i]);
         return;
@@ -309,7 +309,7 @@ static void assign_custom(LayoutState *s, IrOp *op)
         assign_block(s, op->region[0]);
         assign_block(s, op->region[1]);
         IrBlock *T = ir_blk(f, op->region[0]), *E = ir_blk(f, op->region[1]);
-        IrOp *yt = ir_op(f, T->ops[T->nops - 1]), *ye = ir_op(f, E->ops[E->nops - 1]);
+        IrOp *yt = ir_block_last(f, T), *ye = ir_block_last(f, E);
         for (uint32_t i = 0; i < op->nres; i++) {
             IrVal a = f->opnds[yt->opnd + i], b = f->opnds[ye->opnd + i], r = ir_res(op, i);
             if (!is_tile(f, r)) continue;
@@ -450,7 +450,7 @@ static void ask(LayoutState *s, IrVal v, const Layout *L, int depth)
         if (lp->opc != IR_FOR || lp->region[0] != f->vals[v].def || i > lp->nres) return;
         s->hint[v] = intern(f, L);
         ask(s, ir_for_init(f, lp, i - 1), L, depth + 1);
-        IrOp *y = ir_op(f, B->ops[B->nops - 1]);
+        IrOp *y = ir_block_last(f, B);
         if (i - 1 < y->nopnd) ask(s, ir_opnd(f, y, i - 1), L, depth + 1);
         return;
     }
@@ -461,7 +461,7 @@ static void ask(LayoutState *s, IrVal v, const Layout *L, int depth)
         s->hint[v] = intern(f, L);
         for (int r = 0; r < 2; r++) {
             IrBlock *B = ir_blk(f, op->region[r]);
-            IrOp *y = ir_op(f, B->ops[B->nops - 1]);
+            IrOp *y = ir_block_last(f, B);
             if (i < y->nopnd) ask(s, ir_opnd(f, y, i), L, depth + 1);
         }
         return;

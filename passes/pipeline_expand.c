@@ -175,7 +175,7 @@ static bool dot_may_pend(IrFunc *f, IrBlk body, uint32_t id, const uint32_t *use
     if (!av->is_arg || av->def != body || av->idx == 0) return false;
     if (uses[acc] != 1 || uses[res] != 1) return false;
     const IrBlock *blk = &f->blocks[body];
-    const IrOp *y = &f->ops[blk->ops[blk->nops - 1]];
+    const IrOp *y = ir_block_last(f, blk);
     uint32_t c = av->idx - 1;
     if (c >= y->nopnd || ir_opnd(f, y, c) != res) return false;
     *slot = c;

@@ -431,7 +431,7 @@ static bool schedule_block(Sched *S, IrBlk b, double budget)
     free(across);
     double peak0 = pass_pressure_peak(&S->pr, b), peak1 = peak0;
     /* 2. within the budget (or nothing to reorder): the order stands */
-    bool term = B->nops && (ir_opinfo[ir_op(f, B->ops[B->nops - 1])->opc].flags & IR_TERM);
+    bool term = B->nops && (ir_opinfo[ir_block_last(f, B)->opc].flags & IR_TERM);
     if (peak0 <= budget || B->nops < 3 || !term) {
         remark(S, b, budget, peak0, peak1, false);
         return changed;
