@@ -38,6 +38,8 @@ void pipe_for_each_loop(IrFunc *f, void (*fn)(IrFunc *f, uint32_t loop, void *ct
 /* Whether v is defined outside the loop `loop` (a kernel parameter, or an op or
  * block argument not nested in the loop's region). */
 bool pipe_outside(IrFunc *f, uint32_t loop, IrVal v);
+/* Whether op (or an op in its regions) writes global memory: a store or an atomic. */
+bool pipe_op_writes_memory(IrFunc *f, const IrOp *op);
 
 /* The offset operands of block load `ld` are computed, inside the loop body,
  * only from the induction variable, values defined outside the loop, pure ops

@@ -51,21 +51,27 @@ bool pipe_outside(IrFunc *f, uint32_t loop, IrVal v)
     return !block_within(f, home, f->ops[loop].region[0]);
 }
 
+static bool writes_memory(IrFunc *f, IrBlk b);
+
+bool pipe_op_writes_memory(IrFunc *f, const IrOp *op)
+{
+    switch ((IrOpcode)op->opc) {
+    case IR_STORE: case IR_BLOCK_STORE: case IR_ATOMIC_ADD: case IR_ATOMIC_MAX: case IR_ATOMIC_MIN:
+    case IR_ATOMIC_CAS:
+        return true;
+    default: break;
+    }
+    for (uint32_t r = 0; r < op->nregion; r++)
+        if (writes_memory(f, op->region[r])) return true;
+    return false;
+}
+
 /* Whether block b (or a block nested in it) writes global memory. */
 static bool writes_memory(IrFunc *f, IrBlk b)
 {
     const IrBlock *blk = &f->blocks[b];
-    for (uint32_t i = 0; i < blk->nops; i++) {
-        const IrOp *op = &f->ops[blk->ops[i]];
-        switch ((IrOpcode)op->opc) {
-        case IR_STORE: case IR_BLOCK_STORE: case IR_ATOMIC_ADD: case IR_ATOMIC_MAX: case IR_ATOMIC_MIN:
-        case IR_ATOMIC_CAS:
-            return true;
-        default: break;
-        }
-        for (uint32_t r = 0; r < op->nregion; r++)
-            if (writes_memory(f, op->region[r])) return true;
-    }
+    for (uint32_t i = 0; i < blk->nops; i++)
+        if (pipe_op_writes_memory(f, &f->ops[blk->ops[i]])) return true;
     return false;
 }
 

@@ -40,7 +40,9 @@
  * is recomputed in its branch from kernel parameters: only pure scalar ops of
  * the kernel body (program ids, shapes, constants, arithmetic) are cloned
  * there, so no value crosses from one role to the other but through shared
- * memory.
+ * memory.  Scalar loads of the kernel body before its first store or atomic are
+ * cloned too (flash_attn_varlen_fwd's key offset comes from cu_seqlens_k): nothing
+ * the kernel writes can have changed what they read, so both roles read the same.
  *
  * The rest of the kernel is the consumers' alone: a dot operand staged into shared memory
  * before the loop (attention's q) is written by them after the branch, and another pipelined
@@ -98,6 +100,7 @@ typedef struct Ws {
     IrVal *map;        /* old value -> its producer-side copy (0: none yet) */
     uint32_t nmap;
     IrBlk anc[2];      /* blocks whose pure scalars may be cloned: the kernel body, the TMA IF's then */
+    uint32_t reads_until; /* scalar loads at the kernel body's ops before this one may be cloned too */
     const char *why;   /* why not, for the remark */
 } Ws;
 
@@ -105,6 +108,8 @@ static bool in_anc(Ws *w, IrBlk b)
 {
     return b == w->anc[0] || b == w->anc[1];
 }
+
+static uint32_t pos_of(IrFunc *f, uint32_t id);
 
 /* Whether v can be recomputed in the producer branch: a kernel parameter, or a
  * pure scalar op (no regions) of the kernel body or the TMA IF's then-branch
@@ -116,7 +121,10 @@ static bool clonable(Ws *w, IrVal v, int depth)
     const IrValue *val = &f->vals[v];
     if (val->is_arg) return val->def == f->body;
     const IrOp *op = &f->ops[val->def];
-    if (depth > 64 || !in_anc(w, op->parent) || op->nregion || !(ir_opinfo[op->opc].flags & IR_PURE) ||
+    /* a scalar load of the kernel body before its first store or atomic reads what the
+     * consumers' copy reads (varlen attention's sequence offsets): the producer may repeat it */
+    bool early_load = op->opc == IR_LOAD && op->parent == f->body && pos_of(f, val->def) < w->reads_until;
+    if (depth > 64 || !in_anc(w, op->parent) || op->nregion || !((ir_opinfo[op->opc].flags & IR_PURE) || early_load) ||
         op->nres != 1 || !ir_ty_is_scalar(val->ty))
         return false;
     for (uint32_t k = 0; k < op->nopnd; k++)
@@ -212,6 +220,9 @@ static const char *check_shape(Ws *w, uint32_t loop, Shape *sh)
     sh->ifop = owner;
     w->anc[0] = f->body;
     w->anc[1] = f->ops[owner].region[0];
+    const IrBlock *kb = &f->blocks[f->body];
+    w->reads_until = 0;
+    while (w->reads_until < kb->nops && !pipe_op_writes_memory(f, &f->ops[kb->ops[w->reads_until]])) w->reads_until++;
     uint32_t npend = 0;
     sh->barrier = sh->issue = UINT32_MAX;
     for (uint32_t i = 0; i < blk->nops; i++) {
@@ -491,7 +502,7 @@ void pass_warp_specialize(IrFunc *f, PassCtx *cx)
                         "loop not warp-specialized: it was not pipelined (--remarks=pipeline says why)");
             continue;
         }
-        Ws w = {f, tl_xcalloc(f->nvals, sizeof(IrVal)), f->nvals, {0, 0}, NULL};
+        Ws w = {f, tl_xcalloc(f->nvals, sizeof(IrVal)), f->nvals, {0, 0}, 0, NULL};
         Shape sh;
         const char *why = check_shape(&w, loop, &sh);
         if (why) {
