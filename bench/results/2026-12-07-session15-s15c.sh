@@ -1,8 +1,9 @@
 #!/bin/bash
-# session 15 combined call: MoE rows (SwiGLU), the GPU suite parts 1 and 2
+# session 15 call C (cp this file .gpu/s15c.sh; cd .gpu && bash s15c.sh): the MoE memory-bound rows
+# (SwiGLU's 8 x 256 programs), varlen attention vs SDPA (cuDNN), the GPU suite's part 2
 cd "$(dirname "$0")"; export LD_LIBRARY_PATH=$PWD/lib:$LD_LIBRARY_PATH; export PATH=$PWD/bin:$PATH
 nvidia-smi --query-gpu=name --format=csv,noheader; python3 -c "import torch; print(torch.__version__)"
 B="python3 bench/bench.py --tilec bin/tilec --lib lib/libtilert.so --root src"
-echo "== moe"; timeout 110 $B --only moe --runs 10 > $OUT/moe.log 2>&1; echo rc=$?; grep -E "^\|" $OUT/moe.log; grep -i "fail\|error\|Traceback" $OUT/moe.log | head -5
-echo "== part1"; CASE_JOBS=14 GPU_CHECK_PART=1 STRESS_SECONDS=10 timeout 330 ./gpu-check > $OUT/part1.log 2>&1; echo rc=$?; grep -iE "fail|passed|summary" $OUT/part1.log | tail -12
-echo "== part2"; CASE_JOBS=14 GPU_CHECK_PART=2 STRESS_SECONDS=10 timeout 100 ./gpu-check > $OUT/part2.log 2>&1; echo rc=$?; grep -iE "fail|passed|summary" $OUT/part2.log | tail -12
+echo "== moe"; timeout 120 $B --only moe --runs 10 > $OUT/moe.log 2>&1; echo rc=$?; grep -E "^\|" $OUT/moe.log; grep -i "fail\|error\|Traceback" $OUT/moe.log | head -5
+echo "== varlen"; timeout 110 $B --only attention-varlen --runs 8 > $OUT/varlen.log 2>&1; echo rc=$?; grep -E "^\|" $OUT/varlen.log; grep -i "fail\|error\|Traceback" $OUT/varlen.log | head -5
+echo "== part2"; CASE_JOBS=14 GPU_CHECK_PART=2 STRESS_SECONDS=10 timeout 150 ./gpu-check > $OUT/part2.log 2>&1; echo rc=$?; grep -iE "fail|passed|summary" $OUT/part2.log | tail -12
